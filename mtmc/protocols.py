@@ -1,0 +1,58 @@
+"""The three roles of the loop, as Protocols: anything with the method plugs in (no base classes)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from mtmc.program import Program
+from mtmc.strategies import Strategy
+from mtmc.tasks import Task, TaskSummary
+from mtmc.verify.verdict import Verdict
+
+
+class CoderError(RuntimeError):
+    """The coder could not produce a program (unsupported op, no code in an LLM reply, ...)."""
+
+
+@dataclass
+class StepRecord:
+    """One finished macro step, as the planner sees it."""
+
+    index: int
+    strategy: str
+    status: str  # the verdict status of the last attempt
+    accepted: bool
+    speedup: float | None  # over eager, when timed
+    reward: float
+
+
+@dataclass
+class PlanState:
+    """What a planner sees when it proposes the next step."""
+
+    task: Task
+    summary: TaskSummary
+    program: Program | None  # the current accepted program; None before the port
+    verdict: Verdict | None  # the current program's verdict
+    legal: list[Strategy]  # the steps that make sense now (always includes stop once ported)
+    history: list[StepRecord] = field(default_factory=list)
+    steps_left: int = 0
+
+
+@runtime_checkable
+class Planner(Protocol):
+    def propose(self, state: PlanState) -> Strategy: ...
+
+
+@runtime_checkable
+class Coder(Protocol):
+    def apply(self, task: Task, program: Program | None, strategy: Strategy,
+              feedback: Verdict | None = None) -> Program: ...
+
+    def legal_strategies(self, task: Task, program: Program | None) -> list[Strategy]: ...
+
+
+@runtime_checkable
+class Verifier(Protocol):
+    def verify(self, task: Task, program: Program) -> Verdict: ...

@@ -1,0 +1,8 @@
+"""Tasks: KernelBench-format reference operators, loaded from files, folders or built-in names."""
+
+from mtmc.tasks.loader import builtin_names, load_suite, load_task, validate
+from mtmc.tasks.summary import TaskSummary, summarize
+from mtmc.tasks.task import Task, TaskError
+
+__all__ = ["Task", "TaskError", "TaskSummary", "builtin_names", "load_suite", "load_task", "summarize",
+           "validate"]

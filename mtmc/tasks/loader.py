@@ -1,0 +1,85 @@
+"""Find tasks: a built-in name, a KernelBench-format file, or a folder of them (a suite)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from mtmc.tasks.task import Task, TaskError, task_from_file
+
+BUILTIN_DIR = Path(__file__).parent / "builtin"
+SPLITS = ("train", "eval")
+
+
+def builtin_names() -> list[str]:
+    return sorted(p.stem for p in BUILTIN_DIR.glob("*.py") if not p.stem.startswith("_"))
+
+
+def load_task(ref: str | Path) -> Task:
+    """A task from a built-in name (`softmax`) or a path to a KernelBench-format file."""
+    ref = str(ref)
+    path = Path(ref)
+    if path.suffix == ".py" or path.exists():
+        task = task_from_file(path)
+    elif ref in builtin_names():
+        task = task_from_file(BUILTIN_DIR / f"{ref}.py")
+    else:
+        raise TaskError(f"{ref}: not a task file and not a built-in task (see `mtmc tasks`)")
+    validate(task)
+    return task
+
+
+def load_suite(ref: str | Path) -> list[Task]:
+    """`builtin`, `builtin:train`, `builtin:eval`, a folder of task files, or one task."""
+    ref = str(ref)
+    if ref == "builtin" or ref.startswith("builtin:"):
+        split = ref.partition(":")[2] or None
+        if split is not None and split not in SPLITS:
+            raise TaskError(f"{ref}: unknown split {split!r}; use one of {SPLITS}")
+        tasks = [load_task(name) for name in builtin_names()]
+        return [t for t in tasks if split is None or t.split == split]
+    path = Path(ref)
+    if path.is_dir():
+        files = sorted(p for p in path.glob("*.py") if not p.stem.startswith("_"))
+        if not files:
+            raise TaskError(f"{path}: folder holds no task files (*.py)")
+        tasks = [task_from_file(p) for p in files]
+        for task in tasks:
+            validate(task)
+        return tasks
+    return [load_task(ref)]
+
+
+def validate(task: Task) -> None:
+    """Run the task's functions on meta tensors (no memory, no compute) to catch bad files early."""
+    task.module()  # syntax, import, missing names
+    try:
+        with torch.device("meta"):
+            model = task.make_model(seed=0)
+    except Exception as err:
+        raise TaskError(f"{task.where}: building Model(*get_init_inputs()) raised "
+                        f"{type(err).__name__}: {err}") from None
+    try:
+        with torch.device("meta"):
+            inputs = task.make_inputs(seed=0)
+    except Exception as err:
+        raise TaskError(f"{task.where}: get_inputs() raised {type(err).__name__}: {err}") from None
+    if not isinstance(inputs, list | tuple):
+        raise TaskError(f"{task.where}: get_inputs() must return a list, got {type(inputs).__name__}")
+    try:
+        with torch.no_grad():
+            out = model(*inputs)
+    except NotImplementedError:
+        return  # an op with no meta kernel: the real run will tell
+    except Exception as err:
+        raise TaskError(f"{task.where}: Model.forward raised {type(err).__name__}: {err}") from None
+    check_outputs(task, out)
+
+
+def check_outputs(task: Task, out: object) -> None:
+    outs = out if isinstance(out, tuple | list) else [out]
+    if not outs or not all(isinstance(o, torch.Tensor) for o in outs):
+        kinds = ", ".join(type(o).__name__ for o in outs) or "nothing"
+        raise TaskError(f"{task.where}: Model.forward must return a tensor (or a tuple of tensors), "
+                        f"got {kinds}")

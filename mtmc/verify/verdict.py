@@ -1,0 +1,75 @@
+"""The verifier's typed result. Every candidate gets one; a bad candidate never raises."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Status(StrEnum):
+    OK = "ok"
+    COMPILE_ERROR = "compile_error"  # syntax error, import failure, Triton compile failure
+    RUNTIME_ERROR = "runtime_error"  # raised while running, illegal memory access
+    TIMEOUT = "timeout"  # worker exceeded its wall-clock budget
+    CRASH = "crash"  # worker died: segfault, OOM kill, abort
+    INCORRECT = "incorrect"  # ran, but the output does not match the reference
+    REJECTED = "rejected"  # reward hacking: static check, decoy kernel, impossible time
+
+
+@dataclass
+class Verdict:
+    status: Status
+    message: str = ""
+    # correctness, over all seeds and sizes checked: max |out - ref| and ||out - ref|| / ||ref||
+    max_abs_error: float | None = None
+    rel_error: float | None = None
+    # timing in milliseconds (None on the CPU interpreter: correctness only)
+    candidate_ms: float | None = None
+    eager_ms: float | None = None
+    compiled_ms: float | None = None
+    roofline_ms: float | None = None
+    triton_share: float | None = None  # fraction of the candidate's GPU time spent in Triton kernels
+    triton_launches: int | None = None
+    flags: list[str] = field(default_factory=list)
+    device: str = "unknown"
+    verifier_version: str = ""
+    wall_s: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == Status.OK
+
+    @property
+    def speedup_eager(self) -> float | None:
+        return _ratio(self.eager_ms, self.candidate_ms)
+
+    @property
+    def speedup_compiled(self) -> float | None:
+        return _ratio(self.compiled_ms, self.candidate_ms)
+
+    @property
+    def roofline_fraction(self) -> float | None:
+        """Share of the hardware floor reached: 1.0 means the candidate runs at the roofline."""
+        return _ratio(self.roofline_ms, self.candidate_ms)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["status"] = str(self.status)
+        data["speedup_eager"] = self.speedup_eager
+        data["speedup_compiled"] = self.speedup_compiled
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Verdict:
+        names = {f.name for f in dataclasses.fields(cls)}
+        kwargs = {k: v for k, v in data.items() if k in names}
+        kwargs["status"] = Status(kwargs["status"])
+        return cls(**kwargs)
+
+
+def _ratio(numerator: float | None, denominator: float | None) -> float | None:
+    if numerator is None or not denominator:
+        return None
+    return numerator / denominator
