@@ -1,0 +1,54 @@
+"""`mtmc <job> key=value ...`: one console script, one Hydra app per job.
+
+    mtmc tasks                                   list the built-in suite with summaries
+    mtmc verify task=softmax_lastdim candidate=kernel.py
+    mtmc optimize task=softmax_lastdim           plan -> code -> verify loop, run folder out
+    mtmc bench suite=builtin                     (issue #8)
+    mtmc train                                   (planner training)
+
+Each job's config is `conf/<job>.yaml`; anything after the job name is a Hydra override.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import hydra
+from omegaconf import DictConfig
+
+CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
+JOBS = ("tasks", "verify", "optimize", "bench", "train")
+USAGE = f"usage: mtmc {{{','.join(JOBS)}}} [key=value ...] [--help]"
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__.strip().split("\n\n")[0] + "\n\n" + USAGE)
+        raise SystemExit(0 if argv else 2)
+    job, overrides = argv[0], argv[1:]
+    if job not in JOBS:
+        print(f"mtmc: unknown job {job!r}\n{USAGE}", file=sys.stderr)
+        raise SystemExit(2)
+    app = hydra.main(version_base="1.3", config_path=CONF_DIR, config_name=job)(_run_job)
+    sys.argv = [f"mtmc {job}", *overrides]
+    app()
+
+
+def _run_job(cfg: DictConfig) -> object:
+    # Imports stay inside the jobs: `mtmc tasks` should not pay for importing LangGraph or TRL.
+    job = cfg.job
+    if job == "tasks":
+        from mtmc.jobs.tasks import run
+    elif job == "verify":
+        from mtmc.jobs.verify import run
+    elif job == "optimize":
+        from mtmc.jobs.optimize import run
+    else:
+        from mtmc.jobs.pending import run
+    return run(cfg)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""One module per `mtmc <job>`: each has `run(cfg)`, importable and callable from tests."""
