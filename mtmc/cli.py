@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import hydra
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
 JOBS = ("tasks", "verify", "optimize", "bench", "train")
@@ -31,9 +31,16 @@ def main(argv: list[str] | None = None) -> None:
     if job not in JOBS:
         print(f"mtmc: unknown job {job!r}\n{USAGE}", file=sys.stderr)
         raise SystemExit(2)
+    _register_resolvers()
     app = hydra.main(version_base="1.3", config_path=CONF_DIR, config_name=job)(_run_job)
     sys.argv = [f"mtmc {job}", *overrides]
     app()
+
+
+def _register_resolvers() -> None:
+    # `runs/${stem:${task}}/...`: a task given as a path names its run folder by the file's stem.
+    if not OmegaConf.has_resolver("stem"):
+        OmegaConf.register_new_resolver("stem", lambda ref: Path(str(ref)).stem)
 
 
 def _run_job(cfg: DictConfig) -> object:

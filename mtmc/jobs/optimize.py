@@ -1,0 +1,39 @@
+"""`mtmc optimize`: build the roles from the config and run the plan -> code -> verify loop."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from hydra.core.hydra_config import HydraConfig
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from mtmc.optimize import OptimizeResult, run_optimize
+from mtmc.tasks import TaskError, load_task
+
+log = logging.getLogger(__name__)
+
+
+def run(cfg: DictConfig) -> OptimizeResult:
+    try:
+        task = load_task(cfg.task)
+    except TaskError as err:
+        raise SystemExit(f"mtmc optimize: {err}") from None
+    out_dir = Path(cfg.resume) if cfg.resume else Path(HydraConfig.get().runtime.output_dir)
+    if cfg.resume and not (out_dir / "checkpoints.sqlite").is_file():
+        raise SystemExit(f"mtmc optimize: resume={out_dir}: no run to resume there (no checkpoints.sqlite)")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+
+    log.info("Instantiating planner <%s>", cfg.planner._target_)
+    planner = instantiate(cfg.planner)
+    log.info("Instantiating coder <%s>", cfg.coder._target_)
+    coder = instantiate(cfg.coder)
+    log.info("Instantiating verifier <%s>", cfg.verifier._target_)
+    with instantiate(cfg.verifier) as verifier:
+        return run_optimize(
+            task, planner, coder, verifier, out_dir,
+            max_steps=cfg.max_steps, max_retries=cfg.max_retries, time_limit_s=cfg.time_limit_s,
+            reward=instantiate(cfg.reward), resume=bool(cfg.resume),
+        )
