@@ -1,0 +1,126 @@
+"""The heuristic planner: an expert's rule list, no learning.
+
+Order: port (or keep the vendor library call where port is not offered), then fuse, then tune by
+the task's regime, read from the summary:
+
+- matmul-heavy (most FLOPs in matmuls/convs and FLOP/byte above `compute_bound_intensity`): the
+  classic Triton GEMM recipe: 128x128x32 tiles, GROUP_M=8 L2 swizzle, 3 pipeline stages for fp32
+  (a 128x32 + 32x128 fp32 stage is 32 KiB, so 3 stages leave room in 228 KiB of H100/H200 shared
+  memory) or 4 for 16-bit, 8 warps, split-K when the output has fewer 128x128 tiles than SMs or
+  the reduction is far longer than the output is wide, then autotune.
+- memory-bound: vectorize, a larger 1-D BLOCK, 8 warps for large outputs (4 for small), autotune.
+
+Wanted parameters are matched to the nearest legal strategy of the same kind (log2 distance). Each
+kind is tried once (every legal fusion, though), a step already tried is never proposed again, and
+the planner stops once `patience` steps in a row did
+not help (rejected, or accepted without a better speedup) or its list is used up.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from mtmc.protocols import PlanState, StepRecord
+from mtmc.strategies import STOP, Strategy
+from mtmc.tasks import TaskSummary
+
+Wish = tuple[str, dict[str, Any]]  # (kind, wanted params; empty = any of that kind)
+CUMULATIVE = {"fuse"}  # kinds whose legal variants add up (fuse epilogue, then fuse softmax, ...)
+
+
+class HeuristicPlanner:
+    def __init__(self, compute_bound_intensity: float = 20.0, patience: int = 2, sm_count: int = 132,
+                 block: int = 2048, large_output: int = 1 << 20) -> None:
+        self.compute_bound_intensity = compute_bound_intensity  # FLOP/byte; fp32 ridge is ~15 on H100
+        self.patience = patience
+        self.sm_count = sm_count  # 132 on H100 SXM; split-K below one 128x128 tile per SM
+        self.block = block  # wanted 1-D BLOCK for memory-bound kernels
+        self.large_output = large_output  # elements; above this, 8 warps per program
+
+    def propose(self, state: PlanState) -> Strategy:
+        moves = [s for s in state.legal if not s.is_stop]
+        if not moves or stalled(state.history, self.patience):
+            return STOP
+        if state.program is None:
+            return _first_of_kind(moves, "port") or _first_of_kind(moves, "library") or moves[0]
+        tried = {record.strategy for record in state.history}
+        tried_kinds = {Strategy.parse(text).kind for text in tried}
+        fresh = [s for s in moves if str(s) not in tried]
+        for kind, params in self.wishlist(state.summary):
+            if kind in tried_kinds and kind not in CUMULATIVE:
+                continue  # one tile (warps, stages, ...) choice per run: the alternatives are not steps
+            pick = closest(kind, params, fresh)
+            if pick is not None:
+                return pick
+        return STOP
+
+    def wishlist(self, summary: TaskSummary) -> list[Wish]:
+        if self.is_matmul_heavy(summary):
+            wishes: list[Wish] = [
+                ("fuse", {}),
+                ("tile", {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32}),
+                ("group_m", {"value": 8}),
+                ("num_stages", {"value": 4 if _is_16bit(summary) else 3}),
+                ("num_warps", {"value": 8}),
+            ]
+            if self.wants_split_k(summary):
+                wishes.append(("split_k", {"value": 4}))
+            return wishes + [("autotune", {})]
+        warps = 8 if _output_numel(summary) >= self.large_output else 4
+        return [("fuse", {}), ("vectorize", {}), ("tile", {"BLOCK": self.block}),
+                ("num_warps", {"value": warps}), ("autotune", {})]
+
+    def wants_split_k(self, summary: TaskSummary) -> bool:
+        """Split the reduction when the output has fewer 128x128 tiles than SMs (idle SMs), or when
+        the reduction is much longer than the output's side (K=131072 over a 2048x2048 output)."""
+        out = _output_numel(summary)
+        k = summary.matmul_flops / max(2 * out, 1)  # a GEMM does 2*M*N*K FLOPs into M*N outputs
+        return out < self.sm_count * 128 * 128 or k >= 8 * math.sqrt(out)
+
+    def is_matmul_heavy(self, summary: TaskSummary) -> bool:
+        return (summary.matmul_flops * 2 >= summary.flops > 0
+                and summary.intensity >= self.compute_bound_intensity)
+
+
+def stalled(history: list[StepRecord], patience: int) -> bool:
+    """True when the last `patience` steps each failed to help: rejected, or accepted without
+    beating the best speedup so far (without timings, being accepted is helping)."""
+    streak, best = 0, None
+    for record in history:
+        helped = record.accepted and (record.speedup is None or best is None or record.speedup > best)
+        if record.accepted and record.speedup is not None:
+            best = record.speedup if best is None else max(best, record.speedup)
+        streak = 0 if helped else streak + 1
+    return streak >= patience
+
+
+def closest(kind: str, params: dict[str, Any], candidates: list[Strategy]) -> Strategy | None:
+    """The candidate of `kind` nearest to the wanted params (first one on ties; any if none wanted)."""
+    same = [s for s in candidates if s.kind == kind]
+    if not same:
+        return None
+    return min(same, key=lambda s: _distance(params, s.args))
+
+
+def _distance(wanted: dict[str, Any], offered: dict[str, Any]) -> float:
+    total = 0.0
+    for key, value in wanted.items():
+        got = offered.get(key)
+        if isinstance(value, int) and isinstance(got, int) and value > 0 and got > 0:
+            total += abs(math.log2(got / value))
+        elif got != value:
+            total += 4.0  # a missing or non-numeric mismatch counts like a 16x miss
+    return total
+
+
+def _first_of_kind(moves: list[Strategy], kind: str) -> Strategy | None:
+    return next((s for s in moves if s.kind == kind), None)
+
+
+def _output_numel(summary: TaskSummary) -> int:
+    return sum(math.prod(t.shape) for t in summary.outputs)
+
+
+def _is_16bit(summary: TaskSummary) -> bool:
+    return any(t.dtype in ("float16", "bfloat16") for t in summary.inputs)

@@ -1,0 +1,154 @@
+"""`run_optimize` end to end on scripted fakes: the run folder's files, and resuming after kill -9.
+
+    pytest tests/graph/test_optimize.py
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from coders.scripted import ScriptedCoder
+from mtmc.optimize import CHECKPOINTS, THREAD_ID, run_optimize
+from planners.scripted import ScriptedPlanner
+from tests.graph import crash_run
+from tests.graph.fakes import TaggedVerifier, tiny_task
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def quiet() -> Console:
+    return Console(file=io.StringIO(), width=120)
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def without_wall(records: list[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if k != "wall_s"} for r in records]
+
+
+# ---------------------------------------------------------------------------------------------------
+# outputs
+
+
+@pytest.fixture(scope="module")
+def reference_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("reference")
+    return crash_run.optimize(out, console=quiet()), out
+
+
+def test_outputs_of_a_run(reference_run):
+    result, out = reference_run
+    assert {p.name for p in out.iterdir()} >= {"kernel.py", "trajectory.jsonl", "report.md", "speedup.png",
+                                                "result.json", CHECKPOINTS}
+    trajectory = read_jsonl(out / "trajectory.jsonl")
+    assert len(trajectory) == crash_run.ATTEMPTS == len(result.trajectory)
+    assert [(r["step"], r["attempt"], r["outcome"]) for r in trajectory] == [
+        (0, 0, "accepted"), (1, 0, "retry"), (1, 1, "rejected"), (2, 0, "rejected"), (3, 0, "retry"),
+        (3, 1, "rejected"), (4, 0, "accepted"), (5, 0, "accepted")]
+    assert trajectory[4]["status"] == "compile_error" and "vector width" in trajectory[4]["message"]
+
+    summary = json.loads((out / "result.json").read_text())
+    assert summary["stop_reason"] == "planner_stop" and summary["steps"] == 6
+    assert summary["accepted_steps"] == 3 and summary["speedup_eager"] == pytest.approx(2.5)
+    assert summary["return"] == pytest.approx(result.total_reward)
+    assert summary["usage"] == {"prompt_tokens": 5 * 6}  # six programs came back from the coder
+
+    report = (out / "report.md").read_text()
+    assert "| 2 | 0 | `tile BLOCK=1024` | rejected | ok | 0.67x |" in report
+    assert "speedup vs eager 2.50x" in report
+    assert (out / "speedup.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_kernel_py_is_the_final_program_and_imports(reference_run):
+    result, out = reference_run
+    assert (out / "kernel.py").read_text() == result.program.source
+    spec = importlib.util.spec_from_file_location("kernel_under_test", out / "kernel.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.ModelNew().forward(3) == 3
+
+
+def test_untimed_run_says_so_and_no_program_means_no_kernel(tmp_path):
+    coder = ScriptedCoder({"port": ["incorrect"]})
+    result = run_optimize(tiny_task(), ScriptedPlanner(["port", "port"]), coder, TaggedVerifier(), tmp_path,
+                          max_steps=5, max_retries=0, time_limit_s=60, console=quiet())
+    assert result.program is None and not (tmp_path / "kernel.py").exists()
+    assert "no kernel.py" in (tmp_path / "report.md").read_text()
+    assert json.loads((tmp_path / "result.json").read_text())["kernel"] is None
+
+
+def test_a_folder_holds_one_run(tmp_path, reference_run):
+    _, out = reference_run
+    with pytest.raises(ValueError, match="already holds a run"):
+        crash_run.optimize(out, console=quiet())
+    with pytest.raises(FileNotFoundError, match="no run to resume"):
+        crash_run.optimize(tmp_path, resume=True, console=quiet())
+
+
+def test_resuming_a_finished_run_rewrites_the_same_outputs(tmp_path, reference_run):
+    _, out = reference_run
+    before = {name: (out / name).read_text() for name in ("trajectory.jsonl", "report.md", "kernel.py")}
+    crash_run.optimize(out, resume=True, console=quiet())
+    assert {name: (out / name).read_text() for name in before} == before
+
+
+# ---------------------------------------------------------------------------------------------------
+# crash and resume
+
+
+def committed_attempts(db: Path) -> int:
+    """Attempts in the latest checkpoint, read the way run_optimize reads them."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    with SqliteSaver.from_conn_string(str(db)) as saver:
+        checkpoint = saver.get_tuple({"configurable": {"thread_id": THREAD_ID}})
+    return len(checkpoint.checkpoint["channel_values"].get("trajectory", [])) if checkpoint else 0
+
+
+def test_kill_9_mid_run_then_resume_equals_an_uninterrupted_run(tmp_path, reference_run):
+    _, reference = reference_run
+    out = tmp_path / "run"
+    log = tmp_path / "crash_run.log"
+    with log.open("w") as sink:  # a file, not a pipe: a full pipe would stall the child
+        proc = subprocess.Popen([sys.executable, str(ROOT / "tests/graph/crash_run.py"), str(out), "0.25"],
+                                cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT)
+    live = out / "trajectory.jsonl"
+    deadline = time.monotonic() + 40
+    while not (live.is_file() and len(live.read_text().splitlines()) >= 2):
+        assert proc.poll() is None, f"the run ended before the kill: {log.read_text()[-2000:]}"
+        assert time.monotonic() < deadline, "the run made no progress"
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done_before = committed_attempts(out / CHECKPOINTS)
+    # killed mid-run, inside the retry of step 1 or just after it, with attempts in the checkpoint
+    assert 2 <= done_before < crash_run.ATTEMPTS
+
+    console = quiet()
+    resumed = crash_run.optimize(out, resume=True, console=console)
+    printed = [line for line in console.file.getvalue().splitlines() if line.strip()[:1].isdigit()]
+    assert len(printed) == crash_run.ATTEMPTS - done_before  # only the missing attempts ran again
+
+    trajectory = read_jsonl(out / "trajectory.jsonl")
+    keys = [(r["step"], r["attempt"]) for r in trajectory]
+    assert len(keys) == len(set(keys)) == crash_run.ATTEMPTS  # nothing lost, nothing repeated
+    assert without_wall(trajectory) == without_wall(read_jsonl(reference / "trajectory.jsonl"))
+    for name in ("kernel.py", "report.md"):
+        assert (out / name).read_text() == (reference / name).read_text(), name
+    result, expected = (json.loads((d / "result.json").read_text()) for d in (out, reference))
+    assert {k: v for k, v in result.items() if k != "elapsed_s"} == \
+           {k: v for k, v in expected.items() if k != "elapsed_s"}
+    assert resumed.stop_reason == "planner_stop"

@@ -1,0 +1,161 @@
+"""Heuristic, random and scripted planners: legal steps only, port first, stopping, reproducibility.
+
+    pytest tests/planners/test_baselines.py
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from mtmc.program import Program
+from mtmc.protocols import PlanState, StepRecord
+from mtmc.strategies import PORT, STOP, Strategy
+from mtmc.tasks import Task, TaskSummary
+from mtmc.tasks.summary import TensorInfo
+from planners.heuristic import HeuristicPlanner, closest, stalled
+from planners.random import RandomPlanner
+from planners.scripted import ScriptedPlanner
+
+TASK = Task(name="t", source="")
+PROGRAM = Program("class ModelNew: ...")
+TUNING = ["fuse epilogue", "tile BLOCK_M=64 BLOCK_N=64 BLOCK_K=32", "tile BLOCK_M=128 BLOCK_N=128 BLOCK_K=64",
+          "tile BLOCK=256", "tile BLOCK=4096", "group_m 8", "num_stages 2", "num_stages 3", "num_stages 4",
+          "num_warps 4", "num_warps 8", "split_k 4", "vectorize", "autotune", "precision tf32", "stop"]
+
+
+def summary(*, matmul: bool, out_shape=(4096, 4096), dtype="float32") -> TaskSummary:
+    if matmul:  # 4096^3 GEMM: 137 GFLOP over 201 MB, ~680 FLOP/B
+        flops, bytes_min = 2 * 4096**3, 3 * 4096 * 4096 * 4
+        return TaskSummary("mm", {"mm": 1}, [TensorInfo([4096, 4096], dtype)] * 2,
+                           [TensorInfo(list(out_shape), dtype)], 0, flops, flops, bytes_min)
+    numel = 4096 * 4096  # softmax-like: a few FLOP per element
+    return TaskSummary("sm", {"softmax": 1}, [TensorInfo([4096, 4096], dtype)],
+                       [TensorInfo(list(out_shape), dtype)], 0, 5 * numel, 0, 2 * numel * 4)
+
+
+def state(legal, *, program=PROGRAM, history=(), matmul=False, steps_left=10, **kw) -> PlanState:
+    return PlanState(task=TASK, summary=summary(matmul=matmul, **kw), program=program, verdict=None,
+                     legal=[Strategy.parse(s) for s in legal], history=list(history), steps_left=steps_left)
+
+
+def record(i, strategy, accepted=True, speedup=None) -> StepRecord:
+    return StepRecord(i, strategy, "ok" if accepted else "incorrect", accepted, speedup, 0.0)
+
+
+def play(planner, legal, *, matmul, **kw) -> list[str]:
+    """Let a planner run against a fixed legal set where every step is accepted, until it stops."""
+    history = [record(0, "port")]
+    while True:
+        step = planner.propose(state(legal, history=history, matmul=matmul, **kw))
+        if step.is_stop or len(history) > 20:
+            return [r.strategy for r in history[1:]]
+        assert step in [Strategy.parse(s) for s in legal]
+        history.append(record(len(history), str(step)))
+
+
+# ---------------------------------------------------------------------------------------------------
+# heuristic
+
+
+def test_heuristic_ports_first():
+    assert HeuristicPlanner().propose(state(["library conv2d", "port"], program=None)) == PORT
+    library = Strategy.parse("library conv2d")
+    assert HeuristicPlanner().propose(state(["library conv2d"], program=None)) == library
+
+
+def test_heuristic_tunes_a_matmul_like_a_gemm():
+    steps = play(HeuristicPlanner(), TUNING, matmul=True)
+    assert steps == ["fuse epilogue", "tile BLOCK_M=128 BLOCK_N=128 BLOCK_K=64", "group_m 8", "num_stages 3",
+                     "num_warps 8", "autotune"]  # many output tiles: no split-K
+
+
+def test_heuristic_uses_split_k_and_four_stages_when_they_fit():
+    steps = play(HeuristicPlanner(), TUNING, matmul=True, out_shape=(256, 256), dtype="float16")
+    assert "num_stages 4" in steps and "split_k 4" in steps
+
+
+def test_heuristic_splits_a_long_reduction():
+    long_k = TaskSummary("mm", {"mm": 1}, [TensorInfo([2048, 131072], "float16")] * 2,
+                         [TensorInfo([2048, 2048], "float16")], 0, 2 * 2048 * 2048 * 131072,
+                         2 * 2048 * 2048 * 131072, 2 * 2048 * 131072 * 2 + 2048 * 2048 * 2)
+    planner = HeuristicPlanner()
+    assert planner.is_matmul_heavy(long_k) and planner.wants_split_k(long_k)
+    assert not planner.wants_split_k(summary(matmul=True))  # square 4096^3: 1024 tiles, K = side
+
+
+def test_heuristic_tunes_a_memory_bound_task_for_bandwidth():
+    steps = play(HeuristicPlanner(), TUNING, matmul=False)
+    assert steps == ["fuse epilogue", "vectorize", "tile BLOCK=4096", "num_warps 8", "autotune"]
+    small = play(HeuristicPlanner(), TUNING, matmul=False, out_shape=(64, 64))
+    assert "num_warps 4" in small
+
+
+def test_heuristic_only_proposes_legal_steps():
+    for legal in (["stop"], ["num_warps 4", "stop"], ["precision tf32", "stop"], TUNING):
+        step = HeuristicPlanner().propose(state(legal, matmul=True))
+        assert step.is_stop or step in [Strategy.parse(s) for s in legal]
+
+
+def test_heuristic_stops_when_nothing_is_legal_or_nothing_helped_twice():
+    assert HeuristicPlanner().propose(state(["stop"])) == STOP
+    assert HeuristicPlanner().propose(state([], program=None)) == STOP
+    failed_twice = [record(0, "port"), record(1, "vectorize", False), record(2, "autotune", False)]
+    assert HeuristicPlanner().propose(state(TUNING, history=failed_twice)) == STOP
+    once = failed_twice[:2]
+    assert HeuristicPlanner().propose(state(TUNING, history=once)) != STOP
+
+
+def test_stalled_counts_accepted_steps_without_a_better_speedup_as_no_help():
+    assert not stalled([record(0, "port", speedup=1.0), record(1, "a", speedup=1.5)], 2)
+    assert stalled([record(0, "port", speedup=1.5), record(1, "a", speedup=1.4), record(2, "b", False)], 2)
+    recovered = [record(0, "port", speedup=1.5), record(1, "a", False), record(2, "b", speedup=1.6)]
+    assert not stalled(recovered, 2)
+
+
+def test_closest_matches_parameters_by_log_distance():
+    offered = [Strategy.parse(s) for s in ("num_warps 2", "num_warps 16", "tile BLOCK=512")]
+    assert closest("num_warps", {"value": 8}, offered) == Strategy.parse("num_warps 16")
+    assert closest("group_m", {"value": 8}, offered) is None
+
+
+# ---------------------------------------------------------------------------------------------------
+# random
+
+
+def test_random_is_seeded_and_reproducible():
+    legal = TUNING
+    runs = [play(RandomPlanner(seed=3, stop_prob=0.05), legal, matmul=False) for _ in range(2)]
+    assert runs[0] == runs[1]
+    others = {tuple(play(RandomPlanner(seed=s, stop_prob=0.05), legal, matmul=False)) for s in range(8)}
+    assert len(others) > 1
+
+
+def test_random_proposes_only_legal_steps_and_can_stop():
+    legal = [Strategy.parse(s) for s in TUNING]
+    picks = [RandomPlanner(seed=s, stop_prob=0.2).propose(state(TUNING)) for s in range(200)]
+    assert all(p in legal for p in picks)
+    assert STOP in picks and len(set(picks)) > 5
+    assert RandomPlanner(stop_prob=0.0).propose(state(["port"], program=None)) == PORT
+
+
+def test_random_stops_when_the_budget_or_the_moves_run_out():
+    assert RandomPlanner(stop_prob=0.0).propose(state(TUNING, steps_left=0)) == STOP
+    assert RandomPlanner(stop_prob=0.0).propose(state(["stop"])) == STOP
+    with pytest.raises(ValueError):
+        RandomPlanner(stop_prob=1.5)
+
+
+# ---------------------------------------------------------------------------------------------------
+# scripted
+
+
+def test_scripted_replays_one_entry_per_step_then_stops():
+    planner = ScriptedPlanner(["port", "num_warps 8"])
+    assert planner.propose(state(["port"], program=None)) == PORT
+    assert planner.propose(state(TUNING, history=[record(0, "port")])) == Strategy.parse("num_warps 8")
+    assert planner.propose(state(TUNING, history=[record(0, "port"), record(1, "x")])) == STOP
+
+
+def test_scripted_rejects_a_typo_at_construction():
+    with pytest.raises(ValueError):
+        ScriptedPlanner(["port", "tiel BLOCK=4"])
