@@ -1,0 +1,43 @@
+"""The `mtmc` console script: job dispatch, `mtmc tasks`, and clear errors."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from mtmc.tasks import builtin_names
+
+
+def mtmc(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mtmc.cli", *args], capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_tasks_lists_the_suite_as_json():
+    result = mtmc("tasks", "json=true")
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)
+    assert [r["name"] for r in rows] == builtin_names()
+    for row in rows:
+        assert row["split"] in ("train", "eval") and row["flops"] > 0 and row["bytes"] > 0 and row["ops"]
+
+
+def test_tasks_table_filters_by_split():
+    result = mtmc("tasks", "suite=builtin:eval")
+    assert result.returncode == 0, result.stderr
+    assert "tasks in builtin:eval" in result.stdout and "train" not in result.stdout.split("FLOP/B")[1]
+
+
+def test_tasks_bad_folder_is_one_line(tmp_path):
+    (tmp_path / "broken.py").write_text("def oops(:\n")
+    result = mtmc("tasks", f"suite={tmp_path}")
+    assert result.returncode != 0
+    assert result.stderr.strip() == f"mtmc tasks: {tmp_path / 'broken.py'}: syntax error at line 1: invalid syntax"
+
+
+@pytest.mark.parametrize("args, code, text", [((), 2, "usage: mtmc"), (("frobnicate",), 2, "unknown job"),
+                                              (("bench",), 1, "not implemented yet")])
+def test_dispatch_errors(args, code, text):
+    result = mtmc(*args)
+    assert result.returncode == code and text in result.stdout + result.stderr
