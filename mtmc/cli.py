@@ -41,6 +41,9 @@ def _register_resolvers() -> None:
     # `runs/${stem:${task}}/...`: a task given as a path names its run folder by the file's stem.
     if not OmegaConf.has_resolver("stem"):
         OmegaConf.register_new_resolver("stem", lambda ref: Path(str(ref)).stem)
+    # `${first_set:${resume},runs/...}`: a resumed run writes into the folder it resumes.
+    if not OmegaConf.has_resolver("first_set"):
+        OmegaConf.register_new_resolver("first_set", lambda *refs: next(r for r in refs if r))
 
 
 def _run_job(cfg: DictConfig) -> object:
