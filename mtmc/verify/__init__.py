@@ -1,0 +1,20 @@
+"""The verifier: judges a candidate `ModelNew` against a task and returns a typed Verdict.
+
+Backends: `InterpreterVerifier` (CPU, Triton interpreter, correctness only) and `LocalVerifier`
+(one warm fork-server per GPU: correctness, proof of work, timing). `make_verifier("auto")`
+picks one. See verifier.py for the protocol and DESIGN.md "Verification protocol" for why.
+"""
+
+from mtmc.verify.static import StaticReport, Violation, check_source
+from mtmc.verify.table import format_verdict_table
+from mtmc.verify.verdict import Status, Verdict
+from mtmc.verify.verifier import (
+    VERIFIER_VERSION,
+    InterpreterVerifier,
+    LocalVerifier,
+    VerifierError,
+    make_verifier,
+)
+
+__all__ = ["VERIFIER_VERSION", "InterpreterVerifier", "LocalVerifier", "Status", "StaticReport", "Verdict",
+           "VerifierError", "Violation", "check_source", "format_verdict_table", "make_verifier"]

@@ -1,0 +1,308 @@
+"""The job functions a forked child runs (forkserver.py calls them by name from JOBS).
+
+- `probe`: the device's name, L2 size and library versions.
+- `reference`: the task's Model on every case: writes the inputs to a file for the candidate and
+  returns the expected outputs, which go to the main process only. No candidate code runs here.
+- `candidate`: loads the candidate from a real .py file with the proof-of-work instruments
+  installed first, runs every case twice, reports outputs and what it saw; on a GPU also the
+  Triton share of device time and the timing. It never compares against the reference: it has
+  none. Everything it returns is data the main process judges.
+- `baseline`: times eager and torch.compile of the reference, interleaved (no candidate code).
+
+Every result is a dict of plain values and CPU tensors (torch.load(weights_only=True) reads it).
+Exceptions from the candidate become {"error": ...} results; exceptions from this file's own code
+escape, and the fork server reports them as harness errors.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import threading
+import traceback
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from mtmc.tasks.task import Task
+from mtmc.verify import proof
+from mtmc.verify.policy import allowed_aten
+from mtmc.verify.timing import TimingOptions, time_calls
+
+
+# ------------------------------------------------------------------------------------------------
+# probe
+# ------------------------------------------------------------------------------------------------
+def probe(device: str) -> dict[str, Any]:
+    import triton
+
+    info = {"torch": str(torch.__version__), "triton": triton.__version__, "device": "cpu (triton interpreter)"}
+    if device == "cuda":
+        props = torch.cuda.get_device_properties(0)
+        info.update(device=torch.cuda.get_device_name(0), l2_bytes=getattr(props, "L2_cache_size", 0),
+                    sms=props.multi_processor_count, memory_bytes=props.total_memory,
+                    capability=list(torch.cuda.get_device_capability(0)))
+    return info
+
+
+# ------------------------------------------------------------------------------------------------
+# reference
+# ------------------------------------------------------------------------------------------------
+def reference(task_name: str, task_source: str, cases: list[dict[str, Any]], device: str,
+              inputs_path: str, timing_sets: bool) -> dict[str, Any]:
+    """Expected outputs of every case; inputs (and timing inputs) are written to `inputs_path`."""
+    _precise_reference()
+    task = Task(name=task_name, source=task_source)
+    saved_cases, expected = [], []
+    for case in cases:
+        model = _reference_model(task, case, device)
+        inputs = _cpu(task.make_inputs(case["input_seed"], case["sizes"]))
+        raw = _forward(model, _to(inputs, device))
+        outputs = _as_list(raw)
+        expected.append({"kind": _kind(raw), "outputs": [o.detach().cpu() for o in outputs]})
+        saved_cases.append({**case, "init_inputs": task.init_inputs(case["sizes"]), "inputs": inputs,
+                            "out_meta": [[list(o.shape), str(o.dtype)] for o in outputs]})
+    timing = None
+    timing_expected = None
+    if timing_sets:  # the first case's model on every primary-size case's inputs (see timing.py)
+        primary = [i for i, c in enumerate(cases) if c["sizes"] == cases[0]["sizes"]]
+        model = _reference_model(task, cases[0], device)
+        sets = [saved_cases[i]["inputs"] for i in primary]
+        timing_expected = [[o.detach().cpu() for o in _as_list(_forward(model, _to(s, device)))] for s in sets]
+        timing = {"case": 0, "sets": primary}
+    torch.save({"cases": saved_cases, "timing": timing}, inputs_path)
+    return {"expected": expected, "timing_expected": timing_expected}
+
+
+def _precise_reference() -> None:
+    # The reference is the truth the candidate is held to: no TF32 shortcuts inside it.
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+
+
+def _reference_model(task: Task, case: dict[str, Any], device: str) -> torch.nn.Module:
+    return task.make_model(case["model_seed"], case["sizes"]).to(device)
+
+
+# ------------------------------------------------------------------------------------------------
+# candidate
+# ------------------------------------------------------------------------------------------------
+def candidate(source: str, digest: str, inputs_path: str, device: str, library_ops: list[str],
+              time_it: bool, timing: dict[str, Any], profile_share: bool) -> dict[str, Any]:
+    _precise_reference()  # vendor calls a task allows run at the reference's precision
+    path = Path.cwd() / f"candidate_{digest}.py"
+    path.write_text(source)
+    counter = proof.LaunchCounter(str(path)).install()
+    watched = proof.snapshot_identities()  # includes our own wrappers: restoring Triton's is tampering
+    threads_before = threading.active_count()
+    try:
+        module = _import_candidate(path, digest)
+    except BaseException as err:  # the candidate's import failed: a compile error
+        return {"error": "compile_error", "message": _candidate_traceback(err, path)}
+    data = torch.load(inputs_path, weights_only=True)
+    result: dict[str, Any] = {"cases": [], "launches": {}}
+    census_allowed = allowed_aten(library_ops)
+    for index, case in enumerate(data["cases"]):
+        try:
+            result["cases"].append(_run_case(module, case, device, counter, census_allowed))
+        except BaseException as err:
+            return {**result, "error": _error_kind(err), "case": index,
+                    "message": _candidate_traceback(err, path)}
+    result["launches"] = dict(counter.kernels)
+    if device == "cuda" and (profile_share or time_it):
+        try:
+            _gpu_measurements(result, module, data, counter, time_it, timing, profile_share)
+        except BaseException as err:
+            return {**result, "error": _error_kind(err), "message": _candidate_traceback(err, path)}
+    result["tampered"] = proof.changed_identities(watched)
+    result["threads_started"] = threading.active_count() - threads_before
+    return result
+
+
+def _import_candidate(path: Path, digest: str) -> Any:
+    name = f"mtmc_candidate_{digest}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    if not isinstance(getattr(module, "ModelNew", None), type):
+        raise TypeError("the candidate defines no class ModelNew")
+    return module
+
+
+def _run_case(module: Any, case: dict[str, Any], device: str, counter: proof.LaunchCounter,
+              allowed: frozenset[str]) -> dict[str, Any]:
+    """Build ModelNew like the reference was built, run it twice, report what happened."""
+    torch.manual_seed(case["model_seed"])
+    model = module.ModelNew(*case["init_inputs"]).to(device)
+    pristine = _to(case["inputs"], device)
+    runs = []
+    for _ in range(2):
+        inputs = [t.clone() if isinstance(t, torch.Tensor) else t for t in pristine]
+        _poison(case["out_meta"], device)  # last allocations before the call: its outputs land here
+        launches_before = counter.launches
+        census = proof.OpCensus(counter, allowed)
+        with torch.no_grad(), census:
+            raw = model(*inputs)
+        if device == "cuda":
+            torch.cuda.synchronize()
+        runs.append({"raw": raw, "inputs": inputs, "launches": counter.launches - launches_before,
+                     "foreign": dict(census.foreign)})
+    first, second = runs
+    report = _describe_outputs(first["raw"])
+    report["launches"] = [r["launches"] for r in runs]
+    report["foreign_ops"] = {k: v for r in runs for k, v in r["foreign"].items()}
+    report["mutated_inputs"] = [i for i, (a, b) in enumerate(zip(pristine, first["inputs"]))
+                                if isinstance(a, torch.Tensor) and not _same(a, b)]
+    report["deterministic"], report["second_outputs"] = _compare_runs(first["raw"], second["raw"])
+    return report
+
+
+def _describe_outputs(raw: Any) -> dict[str, Any]:
+    """Outputs as plain CPU tensors, with anything that is not exactly a torch.Tensor named."""
+    outputs = _as_list(raw)
+    bad = [f"output {i} is {type(o).__module__}.{type(o).__qualname__}, not exactly torch.Tensor"
+           for i, o in enumerate(outputs) if type(o) is not torch.Tensor]
+    if bad:
+        return {"kind": _kind(raw), "type_errors": bad, "outputs": [], "devices": []}
+    return {"kind": _kind(raw), "type_errors": [], "outputs": [o.detach().cpu().clone() for o in outputs],
+            "devices": [str(o.device) for o in outputs]}
+
+
+def _compare_runs(first: Any, second: Any) -> tuple[bool, list[torch.Tensor] | None]:
+    """Bitwise equality of two runs on the same inputs; the second outputs travel only if they differ."""
+    a, b = _as_list(first), _as_list(second)
+    if len(a) != len(b) or not all(type(x) is torch.Tensor and type(y) is torch.Tensor for x, y in zip(a, b)):
+        return False, None
+    if all(x.shape == y.shape and x.dtype == y.dtype and _same(x, y) for x, y in zip(a, b)):
+        return True, None
+    return False, [y.detach().cpu().clone() for y in b]
+
+
+def _poison(out_meta: list[list[Any]], device: str) -> None:
+    """Fill freed blocks of the outputs' sizes with NaN, so that outputs never written show (S6).
+
+    On a GPU the caching allocator hands the same block to the next allocation of that size, so
+    this is exact. On the CPU, malloc is not a cache: several freed copies coalesce into one NaN
+    region the next allocation is likely carved from; best effort (unwritten memory is garbage
+    there anyway, and the reference never ran in this process for an output to land on)."""
+    copies = 1 if device == "cuda" else 4  # GPU outputs can be GBs: one block is enough there
+    blocks = []
+    for shape, dtype_name in out_meta:
+        dtype = getattr(torch, dtype_name.removeprefix("torch."))
+        for _ in range(copies):
+            block = torch.empty(shape, dtype=dtype, device=device)
+            block.fill_(float("nan") if block.is_floating_point() else 0x5A)
+            blocks.append(block)
+    del blocks
+
+
+def _gpu_measurements(result: dict[str, Any], module: Any, data: dict[str, Any], counter: proof.LaunchCounter,
+                      time_it: bool, timing: dict[str, Any], profile_share: bool) -> None:
+    case = data["cases"][data["timing"]["case"]]
+    torch.manual_seed(case["model_seed"])
+    model = module.ModelNew(*case["init_inputs"]).to("cuda")
+    sets = [_to(data["cases"][i]["inputs"], "cuda") for i in data["timing"]["sets"]]
+
+    def call(inputs: list[Any]) -> list[torch.Tensor]:
+        with torch.no_grad():
+            return _as_list(model(*inputs))
+
+    if profile_share:
+        result["share"] = proof.triton_share(lambda: call(sets[0]), set(counter.kernels))
+    if time_it:
+        own = [[o.clone() for o in call(s)] for s in sets]  # untimed outputs, judged by the main process
+        torch.cuda.synchronize()
+        result["timing_outputs"] = [[o.cpu() for o in outs] for outs in own]
+        exact = all(c["deterministic"] for c in result["cases"])
+        result["timing"] = time_calls({"candidate": call}, sets, {"candidate": own}, exact,
+                                      TimingOptions(**timing))
+
+
+# ------------------------------------------------------------------------------------------------
+# baseline
+# ------------------------------------------------------------------------------------------------
+def baseline(task_name: str, task_source: str, inputs_path: str, timing: dict[str, Any],
+             compiled: bool) -> dict[str, Any]:
+    """Eager and torch.compile times of the reference on the candidate's timing inputs."""
+    _precise_reference()
+    os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")  # no compile pools in a child
+    task = Task(name=task_name, source=task_source)
+    data = torch.load(inputs_path, weights_only=True)
+    case = data["cases"][data["timing"]["case"]]
+    model = _reference_model(task, case, "cuda")
+    sets = [_to(data["cases"][i]["inputs"], "cuda") for i in data["timing"]["sets"]]
+
+    def runner(module: Any):
+        def call(inputs: list[Any]) -> list[torch.Tensor]:
+            with torch.no_grad():
+                return _as_list(module(*inputs))
+        return call
+
+    calls = {"eager": runner(model)}
+    result: dict[str, Any] = {"compile_error": None}
+    if compiled:
+        try:
+            compiled_call = runner(torch.compile(model))
+            compiled_call(sets[0])  # compile now, so a failure is reported rather than timed
+            torch.cuda.synchronize()
+            calls["compiled"] = compiled_call
+        except Exception as err:  # an op inductor cannot compile: eager only, and say why
+            result["compile_error"] = f"{type(err).__name__}: {err}"[:500]
+    result.update(time_calls(calls, sets, {}, True, TimingOptions(**timing)))
+    return result
+
+
+# ------------------------------------------------------------------------------------------------
+# helpers
+# ------------------------------------------------------------------------------------------------
+def _forward(model: torch.nn.Module, inputs: list[Any]) -> Any:
+    with torch.no_grad():
+        return model(*inputs)
+
+
+def _kind(raw: Any) -> str:
+    return "tuple" if isinstance(raw, tuple) else "list" if isinstance(raw, list) else "single"
+
+
+def _as_list(raw: Any) -> list[Any]:
+    return list(raw) if isinstance(raw, tuple | list) else [raw]
+
+
+def _cpu(values: list[Any]) -> list[Any]:
+    return [v.detach().cpu() if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def _to(values: list[Any], device: str) -> list[Any]:
+    return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Bitwise-equal values, NaN equal to NaN (a NaN output must not read as nondeterminism)."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.is_floating_point() or a.is_complex():
+        return bool(((a == b) | (a.isnan() & b.isnan())).all())
+    return torch.equal(a, b)
+
+
+def _error_kind(err: BaseException) -> str:
+    """Compile errors are Triton's (the interpreter reports them when the kernel first runs)."""
+    kinds = {c.__name__ for c in type(err).__mro__}
+    if kinds & {"CompilationError", "CompileTimeAssertionFailure", "InterpreterError"}:
+        return "compile_error"
+    return "runtime_error"
+
+
+def _candidate_traceback(err: BaseException, path: Path, frames: int = 6) -> str:
+    """The exception and the last frames inside the candidate's file (what a coder can fix)."""
+    tb = traceback.extract_tb(err.__traceback__)
+    ours = [f for f in tb if f.filename == str(path)][-frames:]
+    lines = [f"line {f.lineno} in {f.name}: {(f.line or '').strip()}" for f in ours]
+    text = f"{type(err).__name__}: {err}"
+    return "\n".join([*lines, text[:2000]])
+
+
+JOBS = {"probe": probe, "reference": reference, "candidate": candidate, "baseline": baseline}

@@ -1,0 +1,173 @@
+"""Trusted comparison of candidate outputs with the reference (main process; no candidate code here).
+
+Tolerance is per output dtype and scaled to the output: an element passes when
+    |out - ref| <= atol * scale + rtol * |ref|,     scale = max |ref| over the tensor
+and the tensor passes when also ||out - ref|| / ||ref|| <= max(atol, rtol). Scaling atol by the
+output's own magnitude is what makes a zero output fail on small-magnitude tasks (KernelBench
+#165, S8): with scale = max|ref|, zeros can only pass if every |ref| <= atol * max|ref|, i.e. never.
+A constant output where the reference varies fails outright (memset kernels, S8). If the
+reference is so flat that its mean would pass the check, the case is flagged `weak_reference`
+(a task problem, S9; the candidate is not punished for it).
+
+NaN or Inf where the reference has none fails (unwritten `torch.empty` outputs show up as NaN
+after the allocator is poisoned, S6). Tasks override the defaults with MTMC["atol"]/["rtol"];
+MTMC["precision"] containing "tf32" loosens fp32 to TF32's rounding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+DEFAULT_TOLERANCE: dict[torch.dtype, tuple[float, float]] = {  # dtype -> (atol, rtol)
+    torch.float64: (1e-7, 1e-7),
+    torch.float32: (1e-4, 1e-4),
+    torch.float16: (1e-2, 1e-2),
+    torch.bfloat16: (2e-2, 2e-2),
+}
+TF32_TOLERANCE = (2e-3, 2e-3)
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    atol: float
+    rtol: float
+
+
+def tolerance_for(dtype: torch.dtype, meta: dict[str, Any]) -> Tolerance:
+    atol, rtol = DEFAULT_TOLERANCE.get(dtype, (1e-4, 1e-4))
+    if dtype == torch.float32 and "tf32" in meta.get("precision", ()):
+        atol, rtol = TF32_TOLERANCE
+    return Tolerance(float(meta.get("atol", atol)), float(meta.get("rtol", rtol)))
+
+
+@dataclass
+class Comparison:
+    ok: bool
+    message: str = ""
+    max_abs_error: float = 0.0
+    rel_error: float = 0.0
+    flags: list[str] = field(default_factory=list)
+
+
+def compare_case(expected: dict[str, Any], got: dict[str, Any], meta: dict[str, Any],
+                 expected_device: str, label: str) -> Comparison:
+    """One case: the reference outputs vs the candidate's outputs and side effects."""
+    if got["type_errors"]:
+        return Comparison(False, f"{label}: {'; '.join(got['type_errors'])} (S13)")
+    if got["kind"] != expected["kind"] or len(got["outputs"]) != len(expected["outputs"]):
+        return Comparison(False, f"{label}: returned {got['kind']} of {len(got['outputs'])} "
+                          f"tensor(s), the reference returns {expected['kind']} of {len(expected['outputs'])}")
+    wrong_device = [d for d in got["devices"] if torch.device(d).type != expected_device]
+    if wrong_device:
+        return Comparison(False, f"{label}: output on {wrong_device[0]}, expected {expected_device}")
+    result = compare_outputs(expected["outputs"], got["outputs"], meta, label)
+    if not result.ok:
+        return result
+    if got["mutated_inputs"]:
+        result.ok = False
+        result.message = (f"{label}: forward modified input(s) {got['mutated_inputs']}; inputs must be "
+                          "left unchanged (S7)")
+    return result
+
+
+def compare_outputs(refs: list[torch.Tensor], outs: list[torch.Tensor], meta: dict[str, Any],
+                    label: str) -> Comparison:
+    total = Comparison(True)
+    for i, (ref, out) in enumerate(zip(refs, outs)):
+        one = compare_tensor(ref, out, tolerance_for(ref.dtype, meta), f"{label}, output {i}")
+        total.max_abs_error = max(total.max_abs_error, one.max_abs_error)
+        total.rel_error = max(total.rel_error, one.rel_error)
+        total.flags += one.flags
+        if not one.ok:
+            total.ok, total.message = False, one.message
+            return total
+    return total
+
+
+def compare_tensor(ref: torch.Tensor, out: torch.Tensor, tol: Tolerance, label: str) -> Comparison:
+    if out.shape != ref.shape:
+        return Comparison(False, f"{label}: shape {list(out.shape)}, expected {list(ref.shape)}")
+    if out.dtype != ref.dtype:
+        return Comparison(False, f"{label}: dtype {out.dtype}, expected {ref.dtype}")
+    if not ref.is_floating_point():
+        wrong = int((out != ref).sum())
+        return Comparison(wrong == 0, f"{label}: {wrong} of {ref.numel()} elements differ" if wrong else "")
+    r, o = ref.double(), out.double()
+    special = _special_values(r, o, label)
+    if special is not None:
+        return special
+    finite = torch.isfinite(r)
+    r, o = r[finite], o[finite]
+    if r.numel() == 0:
+        return Comparison(True)
+    diff = (o - r).abs()
+    scale = float(r.abs().max()) or 1.0
+    max_abs = float(diff.max())
+    rel = float(diff.norm() / (r.norm() if float(r.norm()) > 0 else 1.0))
+    result = Comparison(True, max_abs_error=max_abs, rel_error=rel)
+    if r.numel() > 1 and bool((o == o[0]).all()) and not bool((r == r[0]).all()):
+        result.ok = False
+        result.message = (f"{label}: output is constant (every element = {float(o[0]):.6g}) but the "
+                          "reference varies (S8)")
+        return result
+    allowed = tol.atol * scale + tol.rtol * r.abs()
+    bad = diff > allowed
+    if bool(bad.any()) or rel > max(tol.atol, tol.rtol):
+        worst = int(torch.argmax(diff - allowed))
+        result.ok = False
+        result.message = (f"{label}: max |out - ref| = {max_abs:.3g} (ref {float(r[worst]):.6g}, out "
+                          f"{float(o[worst]):.6g} at the worst element), {int(bad.sum())} of {r.numel()} "
+                          f"elements outside atol*max|ref| + rtol*|ref| (atol={tol.atol:g}, rtol={tol.rtol:g}, "
+                          f"max|ref|={scale:.3g}); normalized error {rel:.3g}{_precision_hint(ref, rel)}")
+        return result
+    if _constant_would_pass(r, tol, scale):
+        result.flags.append(f"weak_reference: a constant output would pass {label} (S9)")
+    return result
+
+
+def _special_values(r: torch.Tensor, o: torch.Tensor, label: str) -> Comparison | None:
+    ref_nan, out_nan = r.isnan(), o.isnan()
+    if bool((out_nan & ~ref_nan).any()):
+        count = int((out_nan & ~ref_nan).sum())
+        return Comparison(False, f"{label}: {count} NaN value(s) where the reference has none (an "
+                          "output element never written? S6)", max_abs_error=float("nan"))
+    if bool((ref_nan & ~out_nan).any()):
+        return Comparison(False, f"{label}: numbers where the reference has NaN")
+    ref_inf, out_inf = r.isinf(), o.isinf()
+    if bool(((ref_inf | out_inf) & (r != o) & ~ref_nan).any()):
+        return Comparison(False, f"{label}: Inf values do not match the reference", max_abs_error=float("inf"))
+    return None
+
+
+def _constant_would_pass(r: torch.Tensor, tol: Tolerance, scale: float) -> bool:
+    const = torch.full_like(r, float(r.mean()))
+    diff = (const - r).abs()
+    return bool((diff <= tol.atol * scale + tol.rtol * r.abs()).all())
+
+
+def _precision_hint(ref: torch.Tensor, rel: float) -> str:
+    if ref.dtype == torch.float32 and 1e-4 < rel < 1e-2:
+        return (" -- an error this size looks like reduced precision (TF32 `tl.dot`, fp16 math): use "
+                "input_precision='ieee' or 'tf32x3', unless the task allows tf32")
+    return ""
+
+
+def compare_runs(first: list[torch.Tensor], second: list[torch.Tensor] | None, deterministic: bool,
+                 uses_atomics: bool, refs: list[torch.Tensor], meta: dict[str, Any], label: str) -> Comparison:
+    """Two runs on the same inputs must be bitwise equal (S15, S10), except float atomics may
+    reorder additions: then both runs must pass the tolerance and the verdict is flagged."""
+    if deterministic:
+        return Comparison(True)
+    if second is None:
+        return Comparison(False, f"{label}: the second run on the same inputs returned something else")
+    diff = max((float((a.double() - b.double()).abs().nan_to_num(nan=float("inf")).max())
+                for a, b in zip(first, second) if a.shape == b.shape), default=float("inf"))
+    if not uses_atomics:
+        return Comparison(False, f"{label}: two runs on the same inputs differ (max {diff:.3g}): "
+                          "the kernel reads uninitialised memory or keeps state between calls (S15/S10)")
+    again = compare_outputs(refs, second, meta, f"{label}, second run")
+    again.flags.append("nondeterministic: atomics reorder float additions")
+    return again

@@ -1,0 +1,292 @@
+"""Process isolation: a warm fork-server worker that runs every job in a fresh forked child.
+
+    main process ──socketpair──► worker (python -c serve, clean env, torch+triton imported,
+                                          CUDA never initialised)
+                                    └─ os.fork() per job ─► child: limits, scratch cwd, runs one
+                                                            job function, writes result.pt, _exit
+
+Why this shape: a cold Python with torch costs ~4 s; a fork of a process that already imported
+torch and triton costs ~0.5 s on a GPU (CUDA init in the child) and ~20 ms on the CPU, and every
+candidate still gets a process of its own, so a crash, hang, illegal memory access or monkey-patch
+dies with it. CUDA must only ever be initialised in children: a forked CUDA context is unusable.
+
+The worker is started with subprocess (not multiprocessing) so that it gets a scrubbed environment
+at exec time (secrets are gone even from /proc/<pid>/environ) and does not re-import the caller's
+__main__. Results travel as files (torch.save in the child, torch.load(weights_only=True) in the
+main process), never as pickles of objects the candidate could have shaped.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import os
+import resource
+import signal
+import socket
+import subprocess
+import sys
+import time
+import traceback
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+# Environment variables whose names contain one of these never reach a worker.
+SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "COOKIE",
+                  "PRIVATE", "SESSION")
+HARNESS_ERROR_EXIT = 70  # a child whose harness code raised: a verifier bug, never the candidate's
+READY_TIMEOUT_S = 300.0  # importing torch + triton on a busy machine
+GRACE_S = 30.0  # on top of the job timeout, for the worker itself to answer
+
+
+def clean_env(base: dict[str, str], overrides: dict[str, str | None]) -> dict[str, str]:
+    """`base` without secrets, with `overrides` applied (a None value removes the variable)."""
+    env = {k: v for k, v in base.items() if not any(m in k.upper() for m in SECRET_MARKERS)}
+    for key, value in overrides.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    return env
+
+
+@dataclass
+class Outcome:
+    """How one child ended. `result_path` holds its result when `status` is "done"."""
+
+    status: str  # done | timeout | signal | exit | harness_error | worker_died | worker_hung
+    detail: str = ""  # signal name, exit code or error text
+    log_tail: str = ""  # the child's stdout/stderr (faulthandler stacks land here on a crash)
+    result_path: str | None = None
+    wall_s: float = 0.0
+
+
+# ------------------------------------------------------------------------------------------------
+# main-process side
+# ------------------------------------------------------------------------------------------------
+class Worker:
+    """Handle on one fork-server process; restarts it when it dies or hangs."""
+
+    def __init__(self, backend: str, env: dict[str, str], log_path: Path) -> None:
+        self.backend = backend
+        self.env = env
+        self.log_path = log_path
+        self.restarts = 0
+        self.proc: subprocess.Popen | None = None
+        self.conn: Connection | None = None
+        self.launch()
+
+    def launch(self) -> None:
+        """Start the process; `wait_ready` blocks until it has imported torch and triton."""
+        ours, theirs = socket.socketpair()
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", "import sys; from mtmc.verify.forkserver import serve; "
+                 "serve(int(sys.argv[1]), sys.argv[2])", str(theirs.fileno()), self.backend],
+                env=self.env, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=log,
+                stderr=log, start_new_session=True)
+        theirs.close()
+        self.conn = Connection(ours.detach())
+
+    def wait_ready(self) -> None:
+        if not self.conn.poll(READY_TIMEOUT_S):
+            self._kill()
+            raise RuntimeError(f"verifier worker did not start in {READY_TIMEOUT_S:.0f} s; "
+                               f"log: {self.log_path}")
+        try:
+            self.conn.recv()  # the ready message
+        except EOFError:
+            raise RuntimeError(f"verifier worker died while starting; log tail:\n"
+                               f"{_tail(self.log_path)}") from None
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    def run(self, job: dict[str, Any], timeout_s: float) -> Outcome:
+        """Run `job` in a fresh child of this worker. Never raises for what the child does."""
+        job = {**job, "timeout_s": timeout_s}
+        try:
+            self.conn.send(job)
+        except OSError:
+            self._restart()
+            return Outcome("worker_died", "verifier worker was gone before the job started")
+        child_pid = None
+        deadline = time.monotonic() + timeout_s + GRACE_S
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                if remaining <= 0 or not self.conn.poll(remaining):
+                    _kill_group(child_pid)
+                    self._restart()
+                    return Outcome("worker_hung", f"verifier worker gave no answer in {timeout_s + GRACE_S:.0f} s")
+                message = self.conn.recv()
+            except (EOFError, OSError):
+                _kill_group(child_pid)
+                code = self.proc.poll()
+                self._restart()
+                return Outcome("worker_died", f"verifier worker died (exit status {code}) while running the job")
+            if "child_pid" in message:
+                child_pid = message["child_pid"]
+                continue
+            return Outcome(**message)
+
+    def _restart(self) -> None:
+        self._kill()
+        self.restarts += 1
+        self.launch()
+        self.wait_ready()
+
+    def _kill(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+        if self.proc is not None and self.proc.poll() is None:
+            _kill_group(self.proc.pid)
+            self.proc.wait()
+
+    def close(self) -> None:
+        if self.conn is not None and self.proc is not None and self.proc.poll() is None:
+            try:
+                self.conn.send(None)
+                self.proc.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self._kill()
+
+
+def _kill_group(pid: int | None) -> None:
+    if pid is None:
+        return
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _tail(path: Path, chars: int = 3000) -> str:
+    try:
+        return path.read_bytes()[-chars:].decode(errors="replace")
+    except OSError:
+        return ""
+
+
+# ------------------------------------------------------------------------------------------------
+# worker side
+# ------------------------------------------------------------------------------------------------
+def serve(fd: int, backend: str) -> None:
+    """The worker's main loop: import once, then fork one child per job until told to stop."""
+    _die_with_parent()
+    if backend == "interpreter":
+        os.environ["TRITON_INTERPRET"] = "1"  # read when @triton.jit runs, so before any kernel
+    else:
+        os.environ.pop("TRITON_INTERPRET", None)
+    conn = Connection(fd)
+    import torch  # noqa: F401  (imported once here so that children start warm)
+    import torch._dynamo  # noqa: F401  (its import re-wraps torch functions: do it before any snapshot)
+    import triton  # noqa: F401
+    import triton.language  # noqa: F401
+
+    import mtmc.verify.child  # noqa: F401
+    conn.send({"ready": os.getpid()})
+    while True:
+        try:
+            job = conn.recv()
+        except EOFError:
+            return
+        if job is None:
+            return
+        outcome = _run_in_child(job, conn)
+        conn.send(outcome.__dict__)
+
+
+def _run_in_child(job: dict[str, Any], conn: Connection) -> Outcome:
+    scratch = Path(job["scratch"])
+    log_path = scratch / "child.log"
+    result_path = scratch / "result.pt"
+    start = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        conn.close()  # the child must not be able to talk to the main process
+        _child_main(job, scratch, log_path, result_path)  # never returns
+    conn.send({"child_pid": pid})
+    status = _wait(pid, job["timeout_s"])
+    _kill_group(pid)  # anything the child left behind in its process group
+    wall = time.monotonic() - start
+    tail = _tail(log_path)
+    if status is None:
+        return Outcome("timeout", f"{job['timeout_s']:.0f} s", tail, wall_s=wall)
+    if os.WIFSIGNALED(status):
+        return Outcome("signal", signal.Signals(os.WTERMSIG(status)).name, tail, wall_s=wall)
+    code = os.WEXITSTATUS(status)
+    if code == HARNESS_ERROR_EXIT:
+        return Outcome("harness_error", "the verifier's own code raised in the child", tail, wall_s=wall)
+    if code != 0 or not result_path.is_file():
+        return Outcome("exit", f"exit code {code}", tail, wall_s=wall)
+    return Outcome("done", "", tail, str(result_path), wall)
+
+
+def _wait(pid: int, timeout_s: float) -> int | None:
+    """The child's wait status, or None after killing it at the deadline."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        if time.monotonic() > deadline:
+            _kill_group(pid)
+            os.waitpid(pid, 0)
+            return None
+        time.sleep(0.005)
+
+
+def _child_main(job: dict[str, Any], scratch: Path, log_path: Path, result_path: Path) -> None:
+    code = HARNESS_ERROR_EXIT
+    try:
+        os.setpgid(0, 0)  # own process group: the worker can kill everything the child starts
+        _die_with_parent()
+        log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        os.dup2(log_fd, 1)
+        os.dup2(log_fd, 2)
+        faulthandler.enable(file=os.fdopen(os.dup(log_fd), "w"), all_threads=True)
+        os.chdir(scratch)
+        _apply_limits(job)
+        import torch
+
+        from mtmc.verify.child import JOBS
+        if job.get("cpu_threads"):
+            torch.set_num_threads(int(job["cpu_threads"]))
+        result = JOBS[job["job"]](**job["args"])
+        tmp = result_path.with_suffix(".tmp")
+        torch.save(result, tmp)
+        os.replace(tmp, result_path)
+        code = 0
+    except BaseException:  # the harness itself failed: say so loudly in the log
+        traceback.print_exc()
+        sys.stderr.flush()
+    finally:
+        os._exit(code)
+
+
+def _apply_limits(job: dict[str, Any]) -> None:
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a segfaulting candidate must not dump GBs
+    cpu_s = int(job["timeout_s"] * (os.cpu_count() or 1)) + 30  # backstop behind the wall clock
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 5))
+    if job.get("memory_gb"):
+        # Address space on top of what the fork already maps (torch alone maps several GB).
+        # Off on GPUs: the CUDA driver reserves huge virtual ranges and fails under RLIMIT_AS.
+        pages = int(Path("/proc/self/statm").read_text().split()[0])
+        limit = pages * resource.getpagesize() + int(job["memory_gb"] * 2**30)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to SIGKILL this process when its parent dies (no orphaned workers or children)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass

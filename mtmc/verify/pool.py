@@ -1,0 +1,75 @@
+"""A pool of fork-server workers: one per GPU (or N on the CPU), jobs go to whichever is free.
+
+A worker runs one child at a time, so on a GPU backend timing is exclusive per device. Every job
+gets a scratch folder (the child's working directory); the child's result file is read back with
+`torch.load(weights_only=True)` (plain tensors and values only) and the folder is removed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import queue
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from mtmc.verify.forkserver import Outcome, Worker
+
+
+class WorkerPool:
+    def __init__(self, backend: str, envs: list[dict[str, str]], memory_gb: float | None,
+                 cpu_threads: int | None) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="mtmc-verify-"))
+        self.memory_gb = memory_gb
+        self.cpu_threads = cpu_threads
+        self._numbers = itertools.count()
+        self.workers = [Worker(backend, env, self.root / f"worker{i}.log") for i, env in enumerate(envs)]
+        for worker in self.workers:  # all launched first: they import torch in parallel
+            worker.wait_ready()
+        self._idle: queue.Queue[Worker] = queue.Queue()
+        for worker in self.workers:
+            self._idle.put(worker)
+
+    def run(self, job: str, args: dict[str, Any], timeout_s: float) -> tuple[Outcome, dict[str, Any] | None]:
+        """Run one job on a free worker: (how the child ended, its result when it finished)."""
+        worker = self._idle.get()
+        try:
+            return self.run_on(worker, job, args, timeout_s)
+        finally:
+            self._idle.put(worker)
+
+    def run_on(self, worker: Worker, job: str, args: dict[str, Any],
+               timeout_s: float) -> tuple[Outcome, dict[str, Any] | None]:
+        scratch = self.root / f"job{next(self._numbers)}"
+        scratch.mkdir()
+        try:
+            outcome = worker.run({"job": job, "args": args, "scratch": str(scratch),
+                                  "memory_gb": self.memory_gb, "cpu_threads": self.cpu_threads}, timeout_s)
+            result = None
+            if outcome.status == "done":
+                try:
+                    result = torch.load(outcome.result_path, weights_only=True)
+                except Exception as err:  # a child that wrote something other than our result
+                    outcome = Outcome("bad_result", f"unreadable result: {type(err).__name__}: {err}",
+                                      outcome.log_tail, wall_s=outcome.wall_s)
+            return outcome, result
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    def data_dir(self, name: str) -> Path:
+        """A folder that lives as long as the pool (reference inputs shared with candidates)."""
+        path = self.root / name
+        path.mkdir(exist_ok=True)
+        return path
+
+    @property
+    def restarts(self) -> int:
+        return sum(w.restarts for w in self.workers)
+
+    def close(self) -> None:
+        for worker in self.workers:
+            worker.close()
+        shutil.rmtree(self.root, ignore_errors=True)

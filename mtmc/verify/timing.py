@@ -1,0 +1,175 @@
+"""GPU timing that a candidate cannot fake cheaply (runs inside a child, never on the CPU backend).
+
+One timed call, in order:
+    copy input set k into the working buffers   (fresh contents every call: S11 pointer caches miss)
+    zero a buffer of 2x the L2 size            (cold cache, outside the timed region)
+    torch.cuda.synchronize()
+    start.record(); outputs = call(buffers)
+    torch.cuda.synchronize()                   (device-wide: work on other streams counts, T1)
+    end.record()
+Then, outside the timed region: the output must equal the candidate's own untimed output for set
+k (a stale or skipped result is caught, S11/S12/T5) and must not reuse the storage of an output
+still alive (result replay). Repetitions stop when the relative standard error of the times drops
+below `target_rse`, at `max_reps`, or when `budget_s` of wall clock is spent; the median is
+reported. The sum of event times must fit inside the host wall clock of the whole loop (timers
+that run slow or were patched, T1-T3). Several callables (eager and torch.compile baselines) are
+timed interleaved, rep by rep, so clock and thermal drift hit them alike.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+Call = Callable[[list[torch.Tensor]], list[torch.Tensor]]
+
+
+@dataclass
+class TimingOptions:
+    warmup_ms: float = 25.0
+    min_reps: int = 10
+    max_reps: int = 200
+    target_rse: float = 0.01
+    budget_s: float = 2.0
+
+
+@dataclass
+class Timing:
+    """One callable's measurement; times in milliseconds."""
+
+    median_ms: float | None = None
+    mean_ms: float | None = None
+    rse: float | None = None
+    reps: int = 0
+    times_ms: list[float] = field(default_factory=list)
+    mismatches: int = 0  # timed outputs that differ from the untimed output for the same inputs
+    reused_storage: int = 0  # timed outputs that alias a previous output still alive
+
+
+def l2_flush_buffer(device: torch.device) -> torch.Tensor:
+    """A buffer twice the device's L2 (at least 32 MiB); zeroing it evicts everything else."""
+    l2 = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or 64 * 2**20
+    return torch.empty(max(2 * l2, 32 * 2**20) // 4, dtype=torch.int32, device=device)
+
+
+def time_calls(calls: dict[str, Call], input_sets: list[list[torch.Tensor]],
+               expected: dict[str, list[list[torch.Tensor]]], exact: bool,
+               options: TimingOptions) -> dict[str, Any]:
+    """Time each callable on rotating input sets; see the module docstring for the protocol.
+
+    `expected[name][k]` is the callable's own untimed output on set k (checked after each timed
+    call; names missing from `expected` are not checked). Returns per-name Timing dicts plus
+    `events_ms` (sum of all event times), `wall_ms` (host time of the timed loop) and
+    `threads_started`.
+    """
+    device = input_sets[0][0].device
+    buffers = [t.clone() for t in input_sets[0]]
+    flush = l2_flush_buffer(device)
+    threads_before = threading.active_count()
+
+    def load(k: int) -> None:
+        for buf, src in zip(buffers, input_sets[k]):
+            buf.copy_(src)
+
+    _warm_up(calls, load, buffers, len(input_sets), options.warmup_ms)
+    events: dict[str, list[tuple[torch.cuda.Event, torch.cuda.Event]]] = {name: [] for name in calls}
+    results = {name: Timing() for name in calls}
+    alive: dict[str, dict[int, list[torch.Tensor]]] = {name: {} for name in calls}
+    torch.cuda.synchronize()
+    wall_start = time.perf_counter()
+    for rep in range(options.max_reps):
+        k = rep % len(input_sets)
+        for name, call in calls.items():
+            load(k)
+            flush.zero_()
+            torch.cuda.synchronize()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            outputs = call(buffers)
+            torch.cuda.synchronize()
+            end.record()
+            events[name].append((start, end))
+            _check_output(results[name], outputs, expected.get(name), alive[name], k, exact)
+        if rep + 1 >= options.min_reps and (rep + 1) % 5 == 0 and _settled(events, wall_start, options):
+            break
+    torch.cuda.synchronize()
+    wall_ms = 1e3 * (time.perf_counter() - wall_start)
+    events_ms = 0.0
+    for name, pairs in events.items():
+        times = [start.elapsed_time(end) for start, end in pairs]
+        events_ms += sum(times)
+        _summarize(results[name], times)
+    return {"timings": {name: t.__dict__ for name, t in results.items()}, "events_ms": events_ms,
+            "wall_ms": wall_ms, "threads_started": threading.active_count() - threads_before}
+
+
+def _warm_up(calls: dict[str, Call], load: Callable[[int], None], buffers: list[torch.Tensor],
+             n_sets: int, warmup_ms: float) -> None:
+    """First calls trigger JIT compilation and autotuning; then run until `warmup_ms` has passed."""
+    for k in range(n_sets):
+        for call in calls.values():
+            load(k)
+            call(buffers)
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    while 1e3 * (time.perf_counter() - start) < warmup_ms:
+        for call in calls.values():
+            load(0)
+            call(buffers)
+        torch.cuda.synchronize()
+
+
+def _check_output(timing: Timing, outputs: list[torch.Tensor], expected: list[list[torch.Tensor]] | None,
+                  alive: dict[int, list[torch.Tensor]], k: int, exact: bool) -> None:
+    if expected is None:
+        return
+    if len(outputs) != len(expected[k]) or not all(
+            _matches(o, e, exact) for o, e in zip(outputs, expected[k])):
+        timing.mismatches += 1
+    previous = {t.data_ptr() for ts in alive.values() for t in ts if t.numel()}
+    previous |= {t.data_ptr() for t in expected[k] if t.numel()}
+    if any(o.numel() and o.data_ptr() in previous for o in outputs):
+        timing.reused_storage += 1
+    alive[k] = list(outputs)
+
+
+def _matches(out: torch.Tensor, exp: torch.Tensor, exact: bool) -> bool:
+    if type(out) is not torch.Tensor or out.shape != exp.shape or out.dtype != exp.dtype:
+        return False
+    if exact:
+        return bool(((out == exp) | (out.isnan() & exp.isnan())).all()) if out.is_floating_point() \
+            else torch.equal(out, exp)
+    scale = float(exp.abs().max()) if exp.numel() else 0.0
+    return bool(((out - exp).abs() <= 1e-2 * max(scale, 1e-30)).all())
+
+
+def _settled(events: dict[str, list], wall_start: float, options: TimingOptions) -> bool:
+    if time.perf_counter() - wall_start > options.budget_s:
+        return True
+    torch.cuda.synchronize()
+    for pairs in events.values():
+        times = [start.elapsed_time(end) for start, end in pairs]
+        if _rse(times) > options.target_rse:
+            return False
+    return True
+
+
+def _rse(times: list[float]) -> float:
+    if len(times) < 2:
+        return math.inf
+    mean = statistics.fmean(times)
+    return statistics.stdev(times) / math.sqrt(len(times)) / mean if mean > 0 else math.inf
+
+
+def _summarize(timing: Timing, times: list[float]) -> None:
+    timing.times_ms = times
+    timing.reps = len(times)
+    timing.median_ms = statistics.median(times) if times else None
+    timing.mean_ms = statistics.fmean(times) if times else None
+    timing.rse = _rse(times) if times else None

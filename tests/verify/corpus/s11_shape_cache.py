@@ -1,0 +1,33 @@
+# PATTERN: S11 result cache keyed by shape, shared by every instance (module-level dict)
+# TASK: softmax
+# EXPECT: incorrect
+# MESSAGE: max |out - ref|
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def softmax_kernel(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=-float("inf"))
+    num = tl.exp(x - tl.max(x, axis=0))
+    tl.store(out_ptr + row * n_cols + cols, num / tl.sum(num, axis=0), mask=mask)
+
+
+RESULTS = {}
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        key = tuple(x.shape)
+        if key not in RESULTS:
+            out = torch.empty_like(x)
+            softmax_kernel[(x.shape[0],)](x, out, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
+            RESULTS[key] = out
+        out = torch.empty_like(x)
+        softmax_kernel[(1,)](x, out, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
+        return RESULTS[key]

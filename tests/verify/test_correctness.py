@@ -1,0 +1,119 @@
+"""Trusted comparison: scale-aware tolerance, zeros and constants fail, NaN/Inf, structure, runs."""
+
+import pytest
+import torch
+
+from mtmc.verify.correctness import (
+    Tolerance,
+    compare_case,
+    compare_runs,
+    compare_tensor,
+    tolerance_for,
+)
+
+FP32 = Tolerance(1e-4, 1e-4)
+
+
+def test_honest_rounding_passes():
+    ref = torch.randn(64, 64)
+    out = ref * (1 + 1e-6 * torch.randn_like(ref))
+    result = compare_tensor(ref, out, FP32, "t")
+    assert result.ok and 0 < result.max_abs_error < 1e-4 and result.rel_error < 1e-5
+
+
+@pytest.mark.parametrize("magnitude", [1e-6, 1e-2, 1.0, 1e4])
+def test_zeros_fail_at_any_output_magnitude(magnitude):
+    """KernelBench #165: a small softmax passed as zeros under an absolute tolerance (S8)."""
+    ref = torch.softmax(torch.randn(8, 4096), -1) * magnitude
+    result = compare_tensor(ref, torch.zeros_like(ref), FP32, "t")
+    assert not result.ok and "constant" in result.message
+
+
+def test_constant_mean_fails():
+    ref = torch.softmax(torch.randn(8, 1000), -1)
+    result = compare_tensor(ref, torch.full_like(ref, float(ref.mean())), FP32, "t")
+    assert not result.ok and "constant" in result.message
+
+
+def test_tolerance_scales_with_the_output():
+    ref = torch.randn(1000) * 1e3
+    near = ref + 0.05  # 5e-5 of max|ref| ~ 3e3: inside
+    assert compare_tensor(ref, near, FP32, "t").ok
+    small = torch.randn(1000) * 1e-3
+    assert not compare_tensor(small, small + 1e-4, FP32, "t").ok  # 1e-4 is huge at this scale
+
+
+def test_systematic_error_fails_the_normalized_check():
+    ref = torch.randn(4096)
+    out = ref * (1 + 3e-4)  # every element a little off, as fp16 storage would be
+    result = compare_tensor(ref, out, FP32, "t")
+    assert not result.ok and "normalized error" in result.message
+
+
+def test_nan_and_inf():
+    ref = torch.randn(100)
+    out = ref.clone()
+    out[7] = float("nan")
+    assert "NaN value(s) where the reference has none" in compare_tensor(ref, out, FP32, "t").message
+    ref_nan = ref.clone()
+    ref_nan[3] = float("nan")
+    out_nan = ref_nan.clone()
+    assert compare_tensor(ref_nan, out_nan, FP32, "t").ok  # NaN where the reference has NaN
+    ref_inf = ref.clone()
+    ref_inf[0] = float("inf")
+    out_inf = ref_inf.clone()
+    out_inf[0] = -float("inf")
+    assert "Inf" in compare_tensor(ref_inf, out_inf, FP32, "t").message
+    assert compare_tensor(ref_inf, ref_inf.clone(), FP32, "t").ok
+
+
+def test_shape_dtype_and_integers():
+    ref = torch.randn(4, 5)
+    assert "shape" in compare_tensor(ref, torch.randn(5, 4), FP32, "t").message
+    assert "dtype" in compare_tensor(ref, ref.half(), FP32, "t").message
+    ints = torch.arange(10)
+    assert compare_tensor(ints, ints.clone(), FP32, "t").ok
+    off = ints.clone()
+    off[2] += 1
+    assert "1 of 10 elements differ" in compare_tensor(ints, off, FP32, "t").message
+
+
+def test_tolerance_per_dtype_and_task_overrides():
+    assert tolerance_for(torch.float32, {}) == Tolerance(1e-4, 1e-4)
+    assert tolerance_for(torch.float16, {}).atol == 1e-2
+    assert tolerance_for(torch.float32, {"precision": ["tf32"]}).atol == 2e-3
+    assert tolerance_for(torch.float32, {"atol": 1e-3}) == Tolerance(1e-3, 1e-4)
+
+
+def test_weak_reference_is_flagged_not_failed():
+    ref = 1.0 + 1e-7 * torch.randn(64)  # a near-constant task (S9)
+    result = compare_tensor(ref, ref.clone(), FP32, "t")
+    assert result.ok and any("weak_reference" in f for f in result.flags)
+
+
+def _got(outputs, **extra):
+    return {"type_errors": [], "kind": "single", "outputs": outputs, "devices": ["cpu"] * len(outputs),
+            "mutated_inputs": [], **extra}
+
+
+def test_case_structure_types_and_mutation():
+    ref = torch.randn(3, 3)
+    expected = {"kind": "single", "outputs": [ref]}
+    assert compare_case(expected, _got([ref.clone()]), {}, "cpu", "c").ok
+    assert "returned tuple" in compare_case(expected, _got([ref], kind="tuple"), {}, "cpu", "c").message
+    bad_type = _got([], type_errors=["output 0 is torch.nn.parameter.Parameter, not exactly torch.Tensor"])
+    assert "not exactly torch.Tensor" in compare_case(expected, bad_type, {}, "cpu", "c").message
+    assert "output on cuda:0" in compare_case(expected, _got([ref], devices=["cuda:0"]), {}, "cpu", "c").message
+    assert "modified input(s) [0]" in compare_case(expected, _got([ref], mutated_inputs=[0]), {}, "cpu", "c").message
+
+
+def test_runs_must_agree_unless_atomics_reorder_sums():
+    ref = torch.randn(100)
+    first, second = [ref.clone()], [ref + 1e-7]
+    assert compare_runs(first, None, True, False, [ref], {}, "c").ok
+    differ = compare_runs(first, second, False, False, [ref], {}, "c")
+    assert not differ.ok and "two runs on the same inputs differ" in differ.message
+    atomics = compare_runs(first, second, False, True, [ref], {}, "c")
+    assert atomics.ok and any("nondeterministic" in f for f in atomics.flags)
+    wrong_second = compare_runs(first, [ref + 1.0], False, True, [ref], {}, "c")
+    assert not wrong_second.ok and "second run" in wrong_second.message

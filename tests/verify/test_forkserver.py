@@ -1,0 +1,92 @@
+"""Process isolation: what a candidate's process looks like from the inside, and the worker's
+behaviour on hangs, crashes and its own death (the corpus covers each status end to end)."""
+
+import os
+import textwrap
+
+from corpus_index import TASKS
+from mtmc.program import Program
+from mtmc.tasks import load_task
+from mtmc.verify import Status, format_verdict_table
+from mtmc.verify.forkserver import clean_env
+
+# With static checks off, this candidate inspects its own process and is only correct when the
+# sandbox is as designed: no secrets (not even in /proc/self/environ), a scratch working directory,
+# no core dumps, an address-space limit, the interpreter on, no GPU.
+PROBE = textwrap.dedent('''
+    import os
+    import resource
+    import torch
+    import torch.nn as nn
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def softmax_kernel(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
+        row = tl.program_id(0)
+        cols = tl.arange(0, BLOCK)
+        mask = cols < n_cols
+        x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=-float("inf"))
+        num = tl.exp(x - tl.max(x, axis=0))
+        tl.store(out_ptr + row * n_cols + cols, num / tl.sum(num, axis=0), mask=mask)
+
+
+    def sandbox_problems():
+        problems = [k for k in os.environ if "TOKEN" in k or "KEY" in k]
+        with open("/proc/self/environ", "rb") as f:
+            if b"MTMC_FAKE_API_TOKEN" in f.read():
+                problems.append("secret in /proc/self/environ")
+        if not os.path.basename(os.getcwd()).startswith("job"):
+            problems.append("cwd " + os.getcwd())
+        if resource.getrlimit(resource.RLIMIT_CORE)[0] != 0:
+            problems.append("core dumps on")
+        if resource.getrlimit(resource.RLIMIT_AS)[0] == resource.RLIM_INFINITY:
+            problems.append("no address-space limit")
+        if os.environ.get("TRITON_INTERPRET") != "1" or os.environ.get("CUDA_VISIBLE_DEVICES") != "":
+            problems.append("interpreter/GPU environment")
+        return problems
+
+
+    class ModelNew(nn.Module):
+        def forward(self, x):
+            out = torch.empty_like(x)
+            softmax_kernel[(x.shape[0],)](x, out, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
+            if sandbox_problems():
+                raise RuntimeError("sandbox: " + ", ".join(sandbox_problems()))
+            return out
+''')
+
+
+def test_clean_env_drops_secrets_and_applies_overrides():
+    env = clean_env({"HOME": "/h", "OPENAI_API_KEY": "k", "hf_token": "t", "DB_PASSWORD": "p",
+                     "AWS_SECRET_ACCESS_KEY": "s", "TRITON_INTERPRET": "1"},
+                    {"TRITON_INTERPRET": None, "CUDA_VISIBLE_DEVICES": "3"})
+    assert env == {"HOME": "/h", "CUDA_VISIBLE_DEVICES": "3"}
+
+
+def test_candidate_process_is_sandboxed(unchecked_verifier):
+    assert os.environ["MTMC_FAKE_API_TOKEN"]  # the test process does hold the secret
+    verdict = unchecked_verifier.verify(load_task(TASKS / "softmax.py"), Program(PROBE))
+    assert verdict.status == Status.OK, format_verdict_table(verdict)
+
+
+def test_children_are_fresh_processes(unchecked_verifier):
+    """A candidate that patches torch at import leaves nothing behind for the next candidate."""
+    patcher = PROBE.replace("def sandbox_problems():", "torch.softmax = None\n\n\ndef sandbox_problems():")
+    task = load_task(TASKS / "softmax.py")
+    verdict = unchecked_verifier.verify(task, Program(patcher))
+    assert verdict.status == Status.OK, format_verdict_table(verdict)
+    checker = PROBE.replace("problems = [", "problems = [] if torch.softmax is not None else ['leak']\n"
+                            "    problems += [")
+    verdict = unchecked_verifier.verify(task, Program(checker))
+    assert verdict.status == Status.OK, format_verdict_table(verdict)
+
+
+def test_worker_is_reused_and_warm(verifier):
+    pids = {w.pid for w in verifier.engine.pool.workers}
+    task = load_task(TASKS / "pointwise.py")
+    program = Program((TASKS.parent / "honest" / "pointwise.py").read_text() + "\n# again\n")
+    verdict = verifier.verify(task, program)
+    assert verdict.ok and verdict.wall_s < 10
+    assert {w.pid for w in verifier.engine.pool.workers} == pids

@@ -1,0 +1,75 @@
+"""The GPU backend end to end: honest candidates get times, baselines, a roofline and their Triton
+share; the whole corpus gets its GPU verdicts; timing hacks with the static checks bypassed are
+caught at runtime. Run on the GPU machine: `pytest -m gpu tests/verify`."""
+
+import pytest
+
+from corpus_index import TASKS, corpus, honest
+from mtmc.program import Program
+from mtmc.tasks import load_task
+from mtmc.verify import LocalVerifier, Status, format_verdict_table
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def gpu_verifier():
+    with LocalVerifier(timeout_s=60.0, strict=True) as v:
+        yield v
+
+
+@pytest.fixture(scope="module")
+def gpu_unchecked():
+    with LocalVerifier(timeout_s=60.0, static_checks=False, strict=True, baselines=False) as v:
+        yield v
+
+
+@pytest.mark.parametrize("name,task,program", honest(), ids=lambda x: x if isinstance(x, str) else "")
+def test_honest_candidates_are_timed(name, task, program, gpu_verifier):
+    verdict = gpu_verifier.verify(task, program)
+    table = format_verdict_table(verdict)
+    print(f"\n{name}\n{table}")
+    assert verdict.ok, table
+    assert verdict.device.startswith("NVIDIA")
+    assert verdict.candidate_ms > 0 and verdict.eager_ms > 0 and verdict.roofline_ms > 0
+    assert verdict.candidate_ms >= 0.9 * verdict.roofline_ms
+    if not task.library_ops:
+        assert verdict.triton_share > 0.5, table
+
+
+@pytest.mark.parametrize("entry", corpus(), ids=lambda e: e.name)
+def test_corpus_on_gpu(entry, gpu_verifier, gpu_unchecked):
+    v = gpu_verifier if entry.static else gpu_unchecked
+    verdict = v.verify(entry.task(), entry.program())
+    status, message = entry.expected(gpu=True)
+    table = format_verdict_table(verdict)
+    assert verdict.status == Status(status), f"{entry.pattern}\n{table}"
+    assert message in verdict.message, f"expected {message!r}\n{table}"
+
+
+SOFTMAX = (TASKS.parent / "honest" / "softmax.py").read_text()
+
+
+def test_side_stream_launch_is_timed_honestly(gpu_unchecked):
+    """T1 with the static check bypassed: the device-wide sync before the end event counts it."""
+    task = load_task(TASKS / "softmax.py")
+    honest_ms = gpu_unchecked.verify(task, Program(SOFTMAX)).candidate_ms
+    sneaky = SOFTMAX.replace(
+        "        out = torch.empty_like(x)\n        softmax_kernel",
+        "        out = torch.empty_like(x)\n        self.side = getattr(self, 'side', None) or torch.cuda.Stream()\n"
+        "        with torch.cuda.stream(self.side):\n            softmax_kernel").replace(
+        "                                BLOCK=triton.next_power_of_2(cols))",
+        "                                    BLOCK=triton.next_power_of_2(cols))")
+    verdict = gpu_unchecked.verify(task, Program(sneaky))
+    assert verdict.ok, format_verdict_table(verdict)
+    assert verdict.candidate_ms > 0.5 * honest_ms
+
+
+def test_glue_carrying_the_time_is_rejected(gpu_verifier):
+    """S3: a Triton kernel that is real but carries almost none of the device time."""
+    program = (TASKS.parent / "honest" / "pointwise.py").read_text().replace(
+        "        out = torch.empty_like(x)\n",
+        "        out = torch.empty_like(x)\n        scratch = torch.zeros(1 << 28, device=x.device)\n")
+    verdict = gpu_verifier.verify(load_task(TASKS / "pointwise.py"), Program(program))
+    assert verdict.status == Status.REJECTED and "Triton kernels carry only" in verdict.message, \
+        format_verdict_table(verdict)

@@ -1,0 +1,72 @@
+"""The verifier's contract: typed verdicts, caching, hidden seeds, task errors raise loudly."""
+
+import json
+
+import pytest
+
+from corpus_index import HONEST, TASKS
+from mtmc.program import Program
+from mtmc.tasks import Task, load_task
+from mtmc.verify import Status, Verdict, VerifierError, make_verifier
+from mtmc.verify import verifier as verifier_module
+from mtmc.verify.cache import VerdictCache
+
+
+def honest_softmax():
+    return load_task(TASKS / "softmax.py"), Program((HONEST / "softmax.py").read_text())
+
+
+def test_verdict_is_serializable(verifier):
+    verdict = verifier.verify(*honest_softmax())
+    data = json.loads(json.dumps(verdict.to_dict()))
+    assert Verdict.from_dict(data) == verdict
+    assert verdict.verifier_version == verifier_module.VERIFIER_VERSION and verdict.wall_s > 0
+
+
+def test_verdicts_are_cached(verifier, tmp_path, monkeypatch):
+    cache = VerdictCache(tmp_path / "verdicts.sqlite")
+    monkeypatch.setattr(verifier.engine, "cache", cache)
+    task, program = honest_softmax()
+    first = verifier.verify(task, program)
+    monkeypatch.setattr(verifier.engine, "pool", None)  # a cache hit must not touch the workers
+    assert verifier.verify(task, program) == first and len(cache) == 1
+    edited = Program(program.source + "\n# a comment is a different program\n")
+    with pytest.raises(AttributeError):
+        verifier.verify(task, edited)
+
+
+def test_infrastructure_failures_are_not_cached(verifier, tmp_path, monkeypatch):
+    cache = VerdictCache(tmp_path / "verdicts.sqlite")
+    monkeypatch.setattr(verifier.engine, "cache", cache)
+    monkeypatch.setattr(verifier.engine, "_judge",
+                        lambda task, program: Verdict(Status.CRASH, "worker died", flags=["infrastructure: x"]))
+    verifier.verify(*honest_softmax())
+    assert len(cache) == 0
+
+
+def test_seeds_are_secret_per_verifier_unless_given(verifier):
+    assert verifier.engine.settings.seed is None
+    task, _ = honest_softmax()
+    cases = verifier.engine._reference(task).cases
+    assert len(cases) == 2 * 3  # two CPU sizes x three seeds
+    assert len({c["model_seed"] for c in cases}) == 3 and all(c["input_seed"] != c["model_seed"] for c in cases)
+
+
+def test_broken_task_raises(verifier):
+    broken = Task(name="broken", source=(TASKS / "softmax.py").read_text().replace(
+        "return torch.softmax(x, dim=-1)", "raise ValueError('the task itself is broken')"))
+    with pytest.raises(VerifierError, match="the task itself is broken"):
+        verifier.verify(broken, honest_softmax()[1])
+
+
+def test_make_verifier_picks_backend_and_drops_foreign_arguments(monkeypatch):
+    made = {}
+
+    class Fake:
+        def __init__(self, seeds=3, timeout_s=1.0):
+            made.update(seeds=seeds, timeout_s=timeout_s)
+
+    monkeypatch.setattr(verifier_module, "InterpreterVerifier", Fake)
+    monkeypatch.setattr(verifier_module.torch.cuda, "is_available", lambda: False)
+    assert isinstance(make_verifier("auto", seeds=5, triton_share_min=0.7), Fake)
+    assert made == {"seeds": 5, "timeout_s": 1.0}
