@@ -120,3 +120,13 @@ PORT = Strategy("port")
 
 def _parse_value(text: str) -> Any:
     return int(text) if text.lstrip("-").isdigit() else text
+
+
+def legal_menu(candidates: list[Strategy]) -> list[Strategy]:
+    """A coder's legal next steps in the shape planners expect: no duplicates, no `port` or `stop`
+    among the candidates, and `stop` last (always legal once a program exists)."""
+    seen: dict[Strategy, None] = {}
+    for strategy in candidates:
+        if strategy.kind not in ("port", "stop"):
+            seen.setdefault(strategy, None)
+    return [*seen, STOP]

@@ -1,0 +1,1 @@
+"""Source generation: IR -> a standalone, readable Triton program defining `ModelNew`."""

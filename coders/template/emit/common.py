@@ -1,0 +1,183 @@
+"""Pieces every kernel emitter shares: an indenting writer, operand addressing, the SSA body."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from coders.template import ops as pw
+from coders.template.ir import Kernel, Op, Operand
+
+REDUCTIONS = ("sum", "max", "min", "mean")
+
+# names the kernel templates use for themselves; body values that collide get a trailing "_"
+RESERVED = {"pid", "pid_m", "pid_n", "pid_b", "offs", "mask", "row", "cols", "start", "n", "n_rows",
+            "n_cols", "n_red", "n_inner", "n_outer", "rows", "inner", "outer", "acc", "a", "b", "k",
+            "M", "N", "K", "tl", "triton", "torch", "math", "BLOCK", "BLOCK_M", "BLOCK_N",
+            "BLOCK_K", "GROUP_M", "ONE_PASS", "tile", "in_range", "r_mask", "i_mask", "col_mask",
+            "offs_m", "offs_n", "offs_k", "rm", "rn", "out", "q", "v", "min", "max", "sum", "float",
+            "int", "range", "len", "abs", "pow", "input", "G", "CPG", "HW", "block"}
+
+
+class Writer:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.depth = 0
+
+    def __call__(self, line: str = "") -> None:
+        self.lines.append(("    " * self.depth + line) if line else "")
+
+    def indent(self) -> Writer:
+        self.depth += 1
+        return self
+
+    def dedent(self) -> None:
+        self.depth -= 1
+
+    def text(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+
+def var(name: str) -> str:
+    """A body value's variable name inside a kernel."""
+    return f"{name}_" if name in RESERVED else name
+
+
+def ptr(value: str) -> str:
+    return f"{value}_ptr"
+
+
+class FusionError(ValueError):
+    """An operand whose broadcast pattern a kernel kind cannot address."""
+
+
+@dataclass
+class Axis:
+    """A group of adjacent space dims that one index variable walks."""
+    dims: list[int]
+    index: str  # Triton expression of this axis' index, already shaped for broadcasting
+    size: str  # kernel variable holding the axis length
+    mask: str | None  # in-range test, None when every index is in range
+
+
+def covered_axes(axes: list[Axis], dims: list[int], what: str) -> list[Axis]:
+    """Axes an operand spans; it must span each axis completely or not at all."""
+    chosen = []
+    for axis in axes:
+        inside = [d for d in axis.dims if d in dims]
+        if inside and len(inside) != len(axis.dims):
+            raise FusionError(f"{what} spans part of an axis")
+        if axis.dims and inside:
+            chosen.append(axis)
+    spanned = {d for a in chosen for d in a.dims}
+    if set(dims) - spanned:
+        raise FusionError(f"{what} spans dims the kernel does not iterate")
+    return chosen
+
+
+def address(axes: list[Axis], dims: list[int], what: str) -> str:
+    """Offset of an element of a contiguous tensor spanning `dims`: sum of index * inner sizes."""
+    chosen = covered_axes(axes, dims, what)
+    terms = []
+    for i, axis in enumerate(chosen):
+        inner = [a.size for a in chosen[i + 1:]]
+        terms.append(" * ".join([axis.index, *inner]))
+    return " + ".join(terms) if terms else "0"
+
+
+def mask_of(axes: list[Axis], dims: list[int], what: str) -> str | None:
+    masks = [a.mask for a in covered_axes(axes, dims, what) if a.mask]
+    return " & ".join(masks) if masks else None
+
+
+def check_operands(kernel: Kernel, axes: list[Axis]) -> None:
+    for o in kernel.operands:
+        covered_axes(axes, o.dims, f"operand {o.value}")
+    for out in kernel.outputs:
+        covered_axes(axes, out.dims, f"output {out.value}")
+
+
+# --------------------------------------------------------------------------------------------------
+# the body
+# --------------------------------------------------------------------------------------------------
+
+Load = Callable[[Op, Operand], str]
+Special = Callable[[Op], str]
+
+
+class BodyEmitter:
+    """Writes SSA body ops as Triton statements, tracking which values are int/bool."""
+
+    def __init__(self, kernel: Kernel, load: Load, special: dict[str, Special] | None = None,
+                 reduce: Callable[[Op, str], str] | None = None) -> None:
+        self.kernel = kernel
+        self.load = load
+        self.special = special or {}
+        self.reduce = reduce
+        self.types: dict[str, str] = {}  # body name -> "f" | "b" | "i"
+        self.alias: dict[str, str] = {}  # body name -> kernel variable (the matmul accumulator)
+
+    def type_of(self, op: Op) -> str:
+        if op.op == "load":
+            return "i" if self.kernel.operands[op.args[0]].integer else "f"
+        if op.op == "ridx":
+            return "i"
+        if op.op in pw.BOOL_OPS or op.op in pw.COMPARISONS:
+            return "b"
+        return "f"
+
+    def arg(self, value, as_float: bool = True) -> str:
+        if isinstance(value, str):
+            if value == "None":
+                return "None"
+            name = self.alias.get(value) or var(value)
+            if as_float and self.types.get(value) in ("b", "i"):
+                return f"{name}.to(tl.float32)"
+            return name
+        return pw.literal(value)
+
+    def statement(self, op: Op) -> str:
+        if op.op == "load":
+            rhs = self.load(op, self.kernel.operands[op.args[0]])
+        elif op.op in self.special:
+            rhs = self.special[op.op](op)
+        elif op.op in REDUCTIONS:
+            rhs = self.reduce(op, self.arg(op.args[0]))
+        else:
+            keep_type = op.op in pw.COMPARISONS or op.op in ("where", "logical_not", "cast_bool")
+            args = []
+            for i, a in enumerate(op.args):
+                # comparisons keep integer operands exact; where's condition stays a mask
+                as_float = not (keep_type and (op.op != "where" or i == 0))
+                if op.op == "where" and i == 0:
+                    as_float = False
+                args.append(self.arg(a, as_float=as_float))
+            if op.op == "where" and isinstance(op.args[0], str) and self.types.get(op.args[0]) == "f":
+                args[0] = f"{args[0]} != 0.0"
+            rhs = pw.expr(op.op, args, op.attrs)
+        self.types[op.out] = self.type_of(op)
+        return f"{var(op.out)} = {rhs}"
+
+    def store_value(self, src: str) -> str:
+        return self.alias.get(src) or var(src)
+
+    def emit(self, w: Writer, ops: list[Op]) -> None:
+        for op in ops:
+            if op.out in self.alias:
+                self.types[op.out] = "f"
+                continue
+            w(self.statement(op))
+
+
+def needed(body: list[Op], targets: list[str], stop: set[str] | None = None) -> list[Op]:
+    """Ops `targets` depend on, in body order, not descending past names in `stop`."""
+    index = {op.out: op for op in body}
+    want: set[str] = set()
+    todo = list(targets)
+    while todo:
+        name = todo.pop()
+        if name in want or name not in index or (stop and name in stop):
+            continue
+        want.add(name)
+        todo.extend(a for a in index[name].args if isinstance(a, str))
+    return [op for op in body if op.out in want]

@@ -1,0 +1,291 @@
+"""Matmul kernels (linear, mm, bmm) with the epilogue fused onto the fp32 accumulator tile.
+
+Each program computes one BLOCK_M x BLOCK_N output tile; A and B are read through their strides,
+so transposed views cost no copy. Options the planner turns on: grouped tile order (GROUP_M),
+split-K (partial tiles to an fp32 workspace, then a reduce kernel that runs the epilogue), a
+persistent grid, and autotuning.
+"""
+
+from __future__ import annotations
+
+from coders.template.emit.common import Axis, BodyEmitter, Writer, address, check_operands, mask_of, ptr, var
+from coders.template.emit.launch import Launcher, autotune_configs, kernel_header, output_alloc, wrap_call
+from coders.template.ir import Kernel
+
+
+def _batched(kernel: Kernel) -> bool:
+    return kernel.space["form"] == "bmm"
+
+
+def epilogue_axes(kernel: Kernel) -> list[Axis]:
+    rank = len(kernel.space["traced"])
+    if _batched(kernel):
+        return [Axis(list(range(rank - 2)), "pid_b", "n_batch", None),
+                Axis([rank - 2], "rm", "M", "m_mask"), Axis([rank - 1], "rn", "N", "n_mask")]
+    return [Axis(list(range(rank - 1)), "rm", "M", "m_mask"), Axis([rank - 1], "rn", "N", "n_mask")]
+
+
+def _precision(kernel: Kernel) -> str:
+    return kernel.config.get("precision", "ieee")
+
+
+def _operand_params(kernel: Kernel) -> list[str]:
+    return [var(o.value) if o.scalar else ptr(o.value) for o in kernel.operands]
+
+
+def _tile_ids(w: Writer, kernel: Kernel, tile: str) -> None:
+    """pid_m, pid_n of a tile index; grouped so that GROUP_M rows of tiles share B in L2."""
+    if kernel.config.get("GROUP_M", 1) > 1:
+        w("# grouped order: GROUP_M rows of tiles run together and reuse the same B columns in L2")
+        w("num_pid_in_group = GROUP_M * num_pid_n")
+        w(f"first_pid_m = ({tile} // num_pid_in_group) * GROUP_M")
+        w("group_size_m = min(num_pid_m - first_pid_m, GROUP_M)")
+        w(f"pid_m = first_pid_m + ({tile} % num_pid_in_group) % group_size_m")
+        w(f"pid_n = ({tile} % num_pid_in_group) // group_size_m")
+    else:
+        w(f"pid_m = {tile} // num_pid_n")
+        w(f"pid_n = {tile} % num_pid_n")
+
+
+def _k_loop(w: Writer, kernel: Kernel, split: bool) -> None:
+    """acc = A[tile rows, k range] @ B[k range, tile cols] in fp32."""
+    batched = _batched(kernel)
+    w("offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)")
+    w("offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)")
+    w("offs_k = tl.arange(0, BLOCK_K)")
+    w("# rows/cols past the edge wrap around: loads stay in bounds, the store masks them out")
+    w("a_rows = offs_m % M")
+    w("b_cols = offs_n % N")
+    if split:
+        w("k_per_split = tl.cdiv(tl.cdiv(K, BLOCK_K), SPLIT_K) * BLOCK_K")
+        w("k_lo = pid_k * k_per_split")
+        w("k_hi = min(k_lo + k_per_split, K)")
+    lo = "k_lo" if split else "0"
+    base_a = "a_ptr + pid_b * stride_ab" if batched else "a_ptr"
+    base_b = "b_ptr + pid_b * stride_bb" if batched else "b_ptr"
+    start = f"({lo} + offs_k)" if split else "offs_k"
+    w(f"a_ptrs = {base_a} + a_rows[:, None] * stride_am + {start}[None, :] * stride_ak")
+    w(f"b_ptrs = {base_b} + {start}[:, None] * stride_bk + b_cols[None, :] * stride_bn")
+    w("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)")
+    w(f"for k in range({lo}, {'k_hi' if split else 'K'}, BLOCK_K):")
+    w.indent()
+    w("if EVEN_K:  # K is a multiple of BLOCK_K: no masks, the loads pipeline best")
+    w("    a = tl.load(a_ptrs)")
+    w("    b = tl.load(b_ptrs)")
+    w("else:")
+    w("    k_mask = k + offs_k < K")
+    w("    a = tl.load(a_ptrs, mask=k_mask[None, :], other=0.0)")
+    w("    b = tl.load(b_ptrs, mask=k_mask[:, None], other=0.0)")
+    w(f'acc = tl.dot(a, b, acc, input_precision="{_precision(kernel)}")')
+    w("a_ptrs += BLOCK_K * stride_ak")
+    w("b_ptrs += BLOCK_K * stride_bk")
+    w.dedent()
+
+
+def _epilogue(w: Writer, kernel: Kernel, out_value: str | None = None) -> None:
+    """Apply the fused ops to the accumulator tile and store it."""
+    axes = epilogue_axes(kernel)
+    w("rm = offs_m[:, None]")
+    w("rn = offs_n[None, :]")
+    w("m_mask = rm < M")
+    w("n_mask = rn < N")
+
+    def load(op, operand):
+        if operand.scalar:
+            return f"{var(operand.value)} * 1.0" if not operand.integer else var(operand.value)
+        where = address(axes, operand.dims, operand.value)
+        mask = mask_of(axes, operand.dims, operand.value)
+        if where == "0":
+            text = f"tl.load({ptr(operand.value)})"
+        else:
+            text = f"tl.load({ptr(operand.value)} + {where}" + (f", mask={mask}, other=0)" if mask else ")")
+        return text if operand.integer else f"{text}.to(tl.float32)"
+
+    body = BodyEmitter(kernel, load)
+    body.alias = {op.out: "acc" for op in kernel.body if op.op == "acc"}
+    body.emit(w, kernel.body)
+    for out in kernel.outputs:
+        where = address(axes, out.dims, out.value)
+        w(f"tl.store({ptr(out.value)} + {where}, "
+          f"{body.store_value(out.src)}.to({ptr(out.value)}.dtype.element_ty), mask=m_mask & n_mask)")
+
+
+def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
+    check_operands(kernel, epilogue_axes(kernel))
+    cfg = kernel.config
+    batched = _batched(kernel)
+    split = cfg.get("split_k", 1) > 1
+    strides = ["stride_am", "stride_ak", "stride_bk", "stride_bn"]
+    if batched:
+        strides = ["stride_ab", *strides[:2], "stride_bb", *strides[2:]]
+    persistent = cfg.get("persistent") and not split
+    sizes = ["M", "N", "K"] + (["n_batch"] if batched and persistent else [])
+    consts = ["BLOCK_M", "BLOCK_N", "BLOCK_K"] + (["GROUP_M"] if cfg.get("GROUP_M", 1) > 1 else [])
+    if split:
+        consts.append("SPLIT_K")
+        params = ["a_ptr", "b_ptr", "ws_ptr"] + sizes + strides
+    else:
+        params = ["a_ptr", "b_ptr"] + _operand_params(kernel) + [ptr(o.value) for o in kernel.outputs] \
+            + sizes + strides
+    kernel_header(w, kernel, name, params, consts + ["EVEN_K"], key=["M", "N", "K"],
+                  heuristics={"EVEN_K": 'args["K"] % args["BLOCK_K"] == 0'})
+    w.indent()
+    w("num_pid_m = tl.cdiv(M, BLOCK_M)")
+    w("num_pid_n = tl.cdiv(N, BLOCK_N)")
+    if persistent:
+        w("# persistent: one program per SM strides over the output tiles")
+        total = "num_pid_m * num_pid_n" + (" * n_batch" if batched else "")
+        w(f"for tile_id in range(tl.program_id(0), {total}, tl.num_programs(0)):")
+        w.indent()
+        if batched:
+            w("pid_b = (tile_id // (num_pid_m * num_pid_n)).to(tl.int64)")
+            w("tile = tile_id % (num_pid_m * num_pid_n)")
+        _tile_ids(w, kernel, "tile" if batched else "tile_id")
+    else:
+        w("pid = tl.program_id(0)")
+        if batched:
+            w("pid_b = tl.program_id(1).to(tl.int64)")
+        if split:
+            w("pid_k = tl.program_id(2)")
+        _tile_ids(w, kernel, "pid")
+    _k_loop(w, kernel, split)
+    if split:
+        w("rm = offs_m[:, None]")
+        w("rn = offs_n[None, :]")
+        slot = "(pid_k * tl.num_programs(1) + pid_b)" if batched else "pid_k"
+        w("# partial sums go to the fp32 workspace; the reduce kernel adds them and runs the epilogue")
+        w(f"tl.store(ws_ptr + ({slot} * M + rm) * N + rn, acc, mask=(rm < M) & (rn < N))")
+    else:
+        _epilogue(w, kernel)
+    if persistent:
+        w.dedent()
+    w.dedent()
+    w()
+    if split:
+        _emit_split_reduce(w, kernel, name)
+
+
+def _reduce_name(name: str) -> str:
+    return name.removesuffix("_kernel") + "_splitk_reduce_kernel"
+
+
+def _emit_split_reduce(w: Writer, kernel: Kernel, name: str) -> None:
+    batched = _batched(kernel)
+    params = ["ws_ptr"] + _operand_params(kernel) + [ptr(o.value) for o in kernel.outputs] + \
+        ["M", "N"] + (["n_batch"] if batched else [])
+    w("@triton.jit")
+    for line in wrap_call(f"def {_reduce_name(name)}",
+                          params + [f"{c}: tl.constexpr" for c in ("SPLIT_K", "BLOCK_M", "BLOCK_N")],
+                          ":", w.depth):
+        w(line)
+    w.indent()
+    w("pid = tl.program_id(0)")
+    if batched:
+        w("pid_b = tl.program_id(1).to(tl.int64)")
+    w("num_pid_n = tl.cdiv(N, BLOCK_N)")
+    w("offs_m = (pid // num_pid_n) * BLOCK_M + tl.arange(0, BLOCK_M)")
+    w("offs_n = (pid % num_pid_n) * BLOCK_N + tl.arange(0, BLOCK_N)")
+    w("tile_mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)")
+    w("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)")
+    w("for s in tl.static_range(SPLIT_K):")
+    slot = "(s * n_batch + pid_b)" if batched else "s"
+    w(f"    acc += tl.load(ws_ptr + ({slot} * M + offs_m[:, None]) * N + offs_n[None, :], "
+      "mask=tile_mask, other=0.0)")
+    _epilogue(w, kernel)
+    w.dedent()
+    w()
+
+
+def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> None:
+    cfg = kernel.config
+    sp = kernel.space
+    a, b = sp["a"], sp["b"]
+    form = sp["form"]
+    batched = _batched(kernel)
+    launcher.begin(w)
+    w.indent()
+    launcher.contiguous(w, [o.value for o in kernel.operands])
+    if batched:
+        w(f"a3 = {a}.reshape(-1, {a}.shape[-2], {a}.shape[-1])")
+        w(f"b3 = {b}.reshape(-1, {b}.shape[-2], {b}.shape[-1])")
+        w("n_batch, M, K = a3.shape")
+        w("N = b3.shape[-1]")
+        strides = ["a3.stride(0)", "a3.stride(1)", "a3.stride(2)", "b3.stride(0)", "b3.stride(1)",
+                   "b3.stride(2)"]
+        a_arg, b_arg = "a3", "b3"
+    else:
+        w(f"K = {a}.shape[-1]")
+        w(f"a2 = {a}.reshape(-1, K)")
+        w("M = a2.shape[0]")
+        if form == "linear":
+            w(f"N = {b}.shape[0]")
+            # B[k, n] = W[n, k]: walk the weight through its strides instead of transposing it
+            strides = ["a2.stride(0)", "a2.stride(1)", f"{b}.stride(1)", f"{b}.stride(0)"]
+        else:
+            w(f"N = {b}.shape[1]")
+            strides = ["a2.stride(0)", "a2.stride(1)", f"{b}.stride(0)", f"{b}.stride(1)"]
+        a_arg, b_arg = "a2", b
+    out = kernel.outputs[0]
+    w(f"{out.value} = {output_alloc(f'{a}.shape[:-1] + (N,)', out.dtype, f'{a}.device')}")
+    split = cfg.get("split_k", 1)
+    tiles = "triton.cdiv(M, {bm}) * triton.cdiv(N, {bn})"
+    consts = {"BLOCK_M": cfg["BLOCK_M"], "BLOCK_N": cfg["BLOCK_N"], "BLOCK_K": cfg["BLOCK_K"]}
+    if cfg.get("GROUP_M", 1) > 1:
+        consts["GROUP_M"] = cfg["GROUP_M"]
+    launch_kw = [f"num_warps={cfg['num_warps']}", f"num_stages={cfg['num_stages']}"]
+    operands = [o.value for o in kernel.operands]
+    outs = [o.value for o in kernel.outputs]
+    if split > 1:
+        w(f"ws = torch.empty(({split},{' n_batch,' if batched else ''} M, N), device={a}.device, "
+          "dtype=torch.float32)")
+        grid = tiles.format(bm=cfg["BLOCK_M"], bn=cfg["BLOCK_N"])
+        w(f"grid = ({grid}, {'n_batch' if batched else '1'}, {split})")
+        args = [a_arg, b_arg, "ws", "M", "N", "K", *strides]
+        kw = [f"{k}={v}" for k, v in consts.items()] + [f"SPLIT_K={split}"] + launch_kw
+        for line in wrap_call(f"{name}[grid]", args + kw, "", w.depth):
+            w(line)
+        w(f"grid = ({grid}, {'n_batch' if batched else '1'})")
+        args = ["ws", *operands, *outs, "M", "N"] + (["n_batch"] if batched else [])
+        kw = [f"SPLIT_K={split}", f"BLOCK_M={cfg['BLOCK_M']}", f"BLOCK_N={cfg['BLOCK_N']}"]
+        for line in wrap_call(f"{_reduce_name(name)}[grid]", args + kw, "", w.depth):
+            w(line)
+    else:
+        persistent = cfg.get("persistent")
+        args = [a_arg, b_arg, *operands, *outs, "M", "N", "K"] + \
+            (["n_batch"] if batched and persistent else []) + strides
+        if cfg.get("autotune"):
+            tiles_meta = "triton.cdiv(M, meta['BLOCK_M']) * triton.cdiv(N, meta['BLOCK_N'])"
+            if persistent:
+                total = f"{tiles_meta}" + (" * n_batch" if batched else "")
+                w(f"grid = lambda meta: (min({total}, _num_programs({a}.device)),)")
+            else:
+                w(f"grid = lambda meta: ({tiles_meta}, {'n_batch' if batched else '1'})")
+            kw = []
+        else:
+            grid = tiles.format(bm=cfg["BLOCK_M"], bn=cfg["BLOCK_N"])
+            if persistent:
+                total = grid + (" * n_batch" if batched else "")
+                w(f"grid = (min({total}, _num_programs({a}.device)),)")
+            else:
+                w(f"grid = ({grid}, {'n_batch' if batched else '1'})")
+            kw = [f"{k}={v}" for k, v in consts.items()] + launch_kw
+        for line in wrap_call(f"{name}[grid]", args + kw, "", w.depth):
+            w(line)
+    launcher.finish(w)
+    w.dedent()
+    w()
+
+
+def tuning_space(kernel: Kernel) -> list[dict]:
+    cfg = kernel.config
+    keys = ["BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages"]
+    current = {k: cfg[k] for k in keys}
+    group = {"GROUP_M": cfg["GROUP_M"]} if cfg.get("GROUP_M", 1) > 1 else {}
+    if kernel.space.get("dtype") in ("float16", "bfloat16"):
+        candidates = ((128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (128, 128, 64, 8, 4), (128, 128, 64, 4, 4),
+                      (128, 64, 64, 4, 4), (64, 128, 64, 4, 4), (64, 64, 64, 4, 4))
+    else:
+        candidates = ((128, 128, 32, 8, 3), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4), (64, 64, 32, 4, 4),
+                      (128, 128, 16, 8, 4), (32, 64, 32, 4, 3))
+    menu = [current] + [dict(zip(keys, c, strict=True)) for c in candidates]
+    return autotune_configs([{**m, **group} for m in menu], keys)

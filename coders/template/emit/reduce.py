@@ -1,0 +1,659 @@
+"""Reduction kernels: softmax, norms, losses, sums; anything whose body reduces one dim range.
+
+The input is viewed as (outer, reduced, inner). With no inner dims (the usual case: the last dims
+are reduced) each program owns one row and walks its columns; otherwise each program owns a block
+of inner columns and walks the reduced rows (a column reduction). GroupNorm's rows are
+(batch, group) pairs of an NC... tensor.
+
+A row that fits in one BLOCK is loaded once and kept in registers (ONE_PASS). A longer row is
+walked in chunks, once per dependent reduction (mean, then variance, ...) and once more to write
+full-size outputs.
+"""
+
+from __future__ import annotations
+
+import re
+
+from coders.template.emit.common import (
+    REDUCTIONS,
+    Axis,
+    BodyEmitter,
+    FusionError,
+    Writer,
+    address,
+    mask_of,
+    needed,
+    ptr,
+    var,
+)
+from coders.template.emit.launch import Launcher, autotune_configs, kernel_header, output_alloc, wrap_call
+from coders.template.ir import Kernel, Op
+
+_IDENTITY = {"sum": "0.0", "mean": "0.0", "max": 'float("-inf")', "min": 'float("inf")'}
+_COMBINE = {"sum": "tl.sum", "mean": "tl.sum", "max": "tl.max", "min": "tl.min"}
+
+
+class Layout:
+    """How a reduce kernel walks its space: index variables, masks, reductions."""
+
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        self.rank = len(kernel.space["traced"])
+        d0, d1 = kernel.space["red"]
+        self.d0, self.d1 = d0, d1
+        self.groups = kernel.space.get("groups")
+        self.column = d1 < self.rank and not self.groups
+        self.red_dims = list(range(d0, d1))
+        if self.column:
+            self.axes = [Axis(list(range(d0)), "outer", "n_outer", None),
+                         Axis(self.red_dims, "rows", "n_red", "row_mask"),
+                         Axis(list(range(d1, self.rank)), "inner", "n_inner", "inner_mask")]
+        else:
+            self.axes = [Axis(list(range(d0)), "row", "n_rows", None),
+                         Axis(self.red_dims, "cols", "n_cols", "col_mask")]
+        self.block = "BLOCK_M" if self.column else "BLOCK"
+        self.red_mask = "row_mask" if self.column else "col_mask"
+        self.red_size = "n_red" if self.column else "n_cols"
+        self.keep = ", keep_dims=True" if self.column else ""
+
+    # --- addressing -------------------------------------------------------------------------------
+    def address(self, dims: list[int], what: str) -> str:
+        if self.groups:
+            return self._group_address(dims, what)
+        return address(self.axes, dims, what)
+
+    def mask(self, dims: list[int], what: str) -> str | None:
+        if self.groups:
+            return "col_mask" if set(dims) & set(range(1, self.rank)) else None
+        return mask_of(self.axes, dims, what)
+
+    def _group_address(self, dims: list[int], what: str) -> str:
+        """Rows are (batch, group); a row's columns are its channels' elements, channel-major."""
+        rest = list(range(1, self.rank))
+        if dims == [0, *rest]:
+            return "row * n_cols + cols"
+        if dims == rest:
+            return "(row % G) * n_cols + cols"
+        if dims == [1]:
+            return "(row % G) * CPG + cols // HW"
+        if dims == [0]:
+            return "row // G"
+        if dims == []:
+            return "0"
+        raise FusionError(f"{what}: a GroupNorm kernel cannot address dims {dims}")
+
+    def check(self) -> None:
+        for o in self.kernel.operands:
+            self.address(o.dims, f"operand {o.value}")
+        for out in self.kernel.outputs:
+            self.address(out.dims, f"output {out.value}")
+
+    # --- walking ----------------------------------------------------------------------------------
+    def program(self, w: Writer) -> None:
+        if self.column:
+            w("pid = tl.program_id(0)")
+            w("n_inner_blocks = tl.cdiv(n_inner, BLOCK_N)")
+            w("outer = (pid // n_inner_blocks).to(tl.int64)")
+            w("inner = (pid % n_inner_blocks) * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]")
+            w("inner_mask = inner < n_inner")
+        elif not self.kernel.config.get("persistent"):
+            w("row = tl.program_id(0).to(tl.int64)")
+
+    def index(self, w: Writer, start: str | None, bound: str | None = None) -> None:
+        offset = f"{start} + " if start else ""
+        if self.column:
+            w(f"rows = {offset}tl.arange(0, BLOCK_M)[:, None]")
+            w(f"row_mask = rows < {bound or 'n_red'}")
+        else:
+            w(f"cols = {offset}tl.arange(0, BLOCK)")
+            w(f"col_mask = cols < {bound or 'n_cols'}")
+
+    def reduce(self, op: Op, arg: str) -> str:
+        kind = op.op
+        text = f"{_COMBINE[kind]}(tl.where({self.red_mask}, {arg}, {_IDENTITY[kind]}), axis=0{self.keep})"
+        return text + self._mean_divisor(op)
+
+    def _mean_divisor(self, op: Op) -> str:
+        if op.op != "mean":
+            return ""
+        correction = op.attrs.get("correction", 0)
+        return f" / ({self.red_size} - {correction!r})" if correction else f" / {self.red_size}"
+
+    def acc_shape(self) -> str:
+        return "[BLOCK_M, BLOCK_N]" if self.column else "[BLOCK]"
+
+    def acc_init(self, kind: str) -> str:
+        if kind in ("sum", "mean"):
+            return f"tl.zeros({self.acc_shape()}, dtype=tl.float32)"
+        return f"tl.full({self.acc_shape()}, {_IDENTITY[kind]}, tl.float32)"
+
+    def acc_update(self, kind: str, acc: str, arg: str) -> str:
+        masked = f"tl.where({self.red_mask}, {arg}, {_IDENTITY[kind]})"
+        if kind in ("sum", "mean"):
+            return f"{acc} += {masked}"
+        fn = "tl.maximum" if kind == "max" else "tl.minimum"
+        return f"{acc} = {fn}({acc}, {masked})"
+
+    def acc_final(self, op: Op, acc: str) -> str:
+        return f"{_COMBINE[op.op]}({acc}, axis=0{self.keep})" + self._mean_divisor(op)
+
+    def ridx(self) -> str:
+        return "rows" if self.column else "cols"
+
+
+_SIZES = ("n_rows", "n_cols", "n_red", "n_inner", "G", "CPG", "HW")
+
+
+def _build(kernel: Kernel, depth: int) -> tuple[Layout, list[str], list[str]]:
+    """The kernel body's lines and the size arguments it reads."""
+    lay = Layout(kernel)
+    lay.check()
+    bw = Writer()
+    bw.depth = depth
+    lay.program(bw)
+    if kernel.config.get("persistent") and not lay.column:
+        bw("# persistent: a fixed set of programs strides over the rows")
+        bw("for row_id in range(tl.program_id(0), n_rows, tl.num_programs(0)):")
+        bw.indent()
+        bw("row = tl.cast(row_id, tl.int64)")
+    bw("if ONE_PASS:")
+    bw.indent()
+    bw("# the whole reduced extent fits in one block: load once, keep it in registers")
+    _one_pass(bw, kernel, lay)
+    bw.dedent()
+    bw("else:")
+    bw.indent()
+    _looped(bw, kernel, lay)
+    text = "\n".join(bw.lines)
+    return lay, bw.lines, [s for s in _SIZES if re.search(rf"\b{s}\b", text)]
+
+
+def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
+    if kernel.config.get("split_k", 1) > 1:
+        _emit_split(w, kernel, name)
+        return
+    lay, lines, sizes = _build(kernel, w.depth + 1)
+    operands = [var(o.value) if o.scalar else ptr(o.value) for o in kernel.operands]
+    params = operands + [ptr(o.value) for o in kernel.outputs] + sizes
+    constexprs = ["BLOCK_M", "BLOCK_N"] if lay.column else ["BLOCK"]
+    kernel_header(w, kernel, name, params, constexprs + ["ONE_PASS"],
+                  key=["n_red", "n_inner"] if lay.column else ["n_cols"])
+    w.lines.extend(lines)
+    w()
+
+
+def _loader(kernel: Kernel, lay: Layout):
+    def load(op: Op, operand) -> str:
+        if operand.scalar:
+            return f"{var(operand.value)} * 1.0" if not operand.integer else var(operand.value)
+        where = lay.address(operand.dims, operand.value)
+        mask = lay.mask(operand.dims, operand.value)
+        if where == "0":
+            text = f"tl.load({ptr(operand.value)})"
+        elif mask:
+            text = f"tl.load({ptr(operand.value)} + {where}, mask={mask}, other=0)"
+        else:
+            text = f"tl.load({ptr(operand.value)} + {where})"
+        return text if operand.integer else f"{text}.to(tl.float32)"
+    return load
+
+
+def _body(kernel: Kernel, lay: Layout) -> BodyEmitter:
+    return BodyEmitter(kernel, _loader(kernel, lay), special={"ridx": lambda op: lay.ridx()},
+                       reduce=lay.reduce)
+
+
+def _store(w: Writer, lay: Layout, out) -> None:
+    where = lay.address(out.dims, out.value)
+    mask = lay.mask(out.dims, out.value)
+    value = f"{var(out.src)}.to({ptr(out.value)}.dtype.element_ty)"
+    target = f"{ptr(out.value)} + {where}" if where != "0" else ptr(out.value)
+    w(f"tl.store({target}, {value}" + (f", mask={mask})" if mask else ")"))
+
+
+def _one_pass(w: Writer, kernel: Kernel, lay: Layout) -> None:
+    lay.index(w, None)
+    body = _body(kernel, lay)
+    for op in kernel.body:
+        w(body.statement(op))
+    for out in kernel.outputs:
+        _store(w, lay, out)
+
+
+def paired_reductions(kernel: Kernel) -> dict[str, tuple[str, str, str]]:
+    """Reductions that can share the pass of the one they depend on.
+
+    online:  s = sum(exp(u - m)) with m = max(u)        (softmax: running max and rescaled sum)
+    welford: v = mean((x - mu) * (x - mu)) with mu = mean(x)   (norms: running mean and M2)
+    Maps the second reduction to (kind, first reduction, the value both reduce over).
+    """
+    ops = {op.out: op for op in kernel.body}
+    pairs: dict[str, tuple[str, str, str]] = {}
+    taken: set[str] = set()
+
+    def is_op(name, kind):
+        return isinstance(name, str) and name in ops and ops[name].op == kind
+
+    for op in kernel.body:
+        if op.op == "sum" and is_op(op.args[0], "exp"):
+            diff = ops[op.args[0]].args[0]
+            if is_op(diff, "sub") and is_op(ops[diff].args[1], "max"):
+                u, m = ops[diff].args
+                if ops[m].args[0] == u and not ops[m].attrs and m not in taken:
+                    pairs[op.out] = ("online", m, u)
+                    taken.add(m)
+        if op.op == "mean" and is_op(op.args[0], "mul"):
+            a, b = ops[op.args[0]].args
+            if a == b and is_op(a, "sub") and is_op(ops[a].args[1], "mean"):
+                x, mu = ops[a].args
+                if ops[mu].args[0] == x and not ops[mu].attrs.get("correction") and mu not in taken:
+                    pairs[op.out] = ("welford", mu, x)
+                    taken.add(mu)
+    return pairs
+
+
+def _analyse(kernel: Kernel, lay: Layout, pair: bool = True) -> tuple[dict[str, bool], dict[str, int]]:
+    """Which values vary along the reduced dims, and after which reduction pass each is known."""
+    varies: dict[str, bool] = {}
+    after: dict[str, int] = {}
+    red = set(lay.red_dims)
+    pairs = paired_reductions(kernel) if pair else {}
+    for op in kernel.body:
+        args = [a for a in op.args if isinstance(a, str) and a in varies]
+        if op.op == "load":
+            varies[op.out] = bool(set(kernel.operands[op.args[0]].dims) & red)
+            after[op.out] = 0
+        elif op.op == "ridx":
+            varies[op.out], after[op.out] = True, 0
+        elif op.op in REDUCTIONS:
+            varies[op.out] = False
+            if op.out in pairs:  # computed in the same pass as its partner
+                after[op.out] = after[pairs[op.out][1]]
+            else:
+                after[op.out] = 1 + max((after[a] for a in args), default=0)
+        else:
+            varies[op.out] = any(varies[a] for a in args)
+            after[op.out] = max((after[a] for a in args), default=0)
+    return varies, after
+
+
+def _looped(w: Writer, kernel: Kernel, lay: Layout) -> None:
+    varies, after = _analyse(kernel, lay)
+    pairs = paired_reductions(kernel)
+    partners = {first: second for second, (_, first, _) in pairs.items()}
+    body = _body(kernel, lay)
+    done: set[str] = set()
+
+    def settle(stage: int) -> None:
+        """Values that no longer vary once `stage` passes are done (per-row scalars)."""
+        for op in kernel.body:
+            if not varies[op.out] and op.op not in REDUCTIONS and after[op.out] == stage \
+                    and op.out not in done:
+                w(body.statement(op))
+                done.add(op.out)
+
+    def source(op: Op) -> str:
+        """The varying value a reduction walks (for a paired one, the value its partner walks)."""
+        return pairs[op.out][2] if op.out in pairs else op.args[0]
+
+    settle(0)
+    passes = max((after[op.out] for op in kernel.body if op.op in REDUCTIONS), default=0)
+    for stage in range(1, passes + 1):
+        reds = [op for op in kernel.body if op.op in REDUCTIONS and after[op.out] == stage]
+        accs = {op.out: f"acc_{var(op.out)}" for op in reds}
+        w(f"# pass {stage} of {passes}: {', '.join(op.out for op in reds)}")
+        for op in reds:
+            if op.out in pairs and pairs[op.out][0] == "welford":
+                w(f"{accs[op.out]} = tl.zeros({lay.acc_shape()}, dtype=tl.float32)  # M2 per lane")
+                w(f"count_{var(op.out)} = tl.zeros({lay.acc_shape()}, dtype=tl.float32)")
+            else:
+                w(f"{accs[op.out]} = {lay.acc_init(op.op)}")
+        w(f"for start in range(0, {lay.red_size}, {lay.block}):")
+        w.indent()
+        lay.index(w, "start")
+        for op in needed(kernel.body, [source(op) for op in reds], stop=done):
+            w(body.statement(op))
+        for op in reds:
+            if op.out in partners:
+                continue  # updated together with its partner below
+            if op.out in pairs:
+                _paired_update(w, lay, op, pairs[op.out], accs, body)
+            else:
+                w(lay.acc_update(op.op, accs[op.out], body.arg(op.args[0])))
+        w.dedent()
+        for op in reds:
+            if op.out in partners:
+                continue
+            if op.out in pairs:
+                _paired_final(w, lay, op, pairs[op.out], accs)
+                done.add(pairs[op.out][1])
+            else:
+                w(f"{var(op.out)} = {lay.acc_final(op, accs[op.out])}")
+            body.types[op.out] = "f"
+            done.add(op.out)
+        settle(stage)
+    full = [o for o in kernel.outputs if varies.get(o.src)]
+    if full:
+        w("# last pass: compute and write the full-size outputs")
+        w(f"for start in range(0, {lay.red_size}, {lay.block}):")
+        w.indent()
+        lay.index(w, "start")
+        for op in needed(kernel.body, [o.src for o in full], stop=done):
+            w(body.statement(op))
+        for out in full:
+            _store(w, lay, out)
+        w.dedent()
+    for out in kernel.outputs:
+        if not varies.get(out.src):
+            _store(w, lay, out)
+
+
+def _paired_update(w: Writer, lay: Layout, op: Op, pair: tuple[str, str, str], accs: dict[str, str],
+                   body: BodyEmitter) -> None:
+    kind, first, source = pair
+    value, mask = body.arg(source), lay.red_mask
+    acc, acc_first = accs[op.out], accs[first]
+    if kind == "online":
+        w("# online softmax: keep a running max and rescale the running sum when it grows")
+        w(f"max_new = tl.maximum({acc_first}, tl.where({mask}, {value}, float(\"-inf\")))")
+        w('shift = tl.where(max_new == float("-inf"), 0.0, max_new)')
+        w(f"{acc} = {acc} * tl.exp({acc_first} - shift) + tl.where({mask}, tl.exp({value} - shift), 0.0)")
+        w(f"{acc_first} = max_new")
+    else:
+        count = f"count_{var(op.out)}"
+        w("# Welford: running mean and sum of squared deviations per lane")
+        w(f"{count} += tl.where({mask}, 1.0, 0.0)")
+        w(f"delta = tl.where({mask}, {value} - {acc_first}, 0.0)")
+        w(f"{acc_first} += delta / tl.maximum({count}, 1.0)")
+        w(f"{acc} += delta * tl.where({mask}, {value} - {acc_first}, 0.0)")
+
+
+def _paired_final(w: Writer, lay: Layout, op: Op, pair: tuple[str, str, str], accs: dict[str, str]) -> None:
+    kind, first, _ = pair
+    acc, acc_first = accs[op.out], accs[first]
+    keep = lay.keep
+    if kind == "online":
+        w(f"{var(first)} = tl.max({acc_first}, axis=0{keep})")
+        w(f"{var(op.out)} = tl.sum({acc} * tl.exp({acc_first} - {var(first)}), axis=0{keep})")
+    else:
+        count = f"count_{var(op.out)}"
+        correction = op.attrs.get("correction", 0)
+        n = lay.red_size
+        w(f"{var(first)} = tl.sum({acc_first} * {count}, axis=0{keep}) / {n}")
+        w("# merge the lanes: their M2 plus the spread of their means around the row mean")
+        spread = f"{count} * ({acc_first} - {var(first)}) * ({acc_first} - {var(first)})"
+        divisor = f"({n} - {correction!r})" if correction else n
+        w(f"{var(op.out)} = (tl.sum({acc}, axis=0{keep}) + tl.sum({spread}, axis=0{keep})) / {divisor}")
+
+
+# --------------------------------------------------------------------------------------------------
+# launcher
+# --------------------------------------------------------------------------------------------------
+
+def _prod(x: str, a: int, b: int) -> str:
+    if b - a == 1:
+        return f"{x}.shape[{a}]"
+    if a == b:
+        return "1"
+    return f"math.prod({x}.shape[{a}:{b}])"
+
+
+def reduced_shape(x: str, d0: int, d1: int, rank: int, keepdim: bool) -> str:
+    parts = []
+    if d0 > 0:
+        parts.append(f"{x}.shape[:{d0}]")
+    if keepdim:
+        parts.append("(1,)" if d1 - d0 == 1 else f"(1,) * {d1 - d0}")
+    if d1 < rank:
+        parts.append(f"{x}.shape[{d1}:]")
+    return " + ".join(parts) if parts else "()"
+
+
+def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> None:
+    lay = Layout(kernel)
+    x = kernel.space["input"]
+    cfg = kernel.config
+    launcher.begin(w)
+    w.indent()
+    launcher.contiguous(w)
+    device = launcher.device()
+    for out in kernel.outputs:
+        shape = f"{x}.shape" if out.dims == list(range(lay.rank)) else \
+            reduced_shape(x, lay.d0, lay.d1, lay.rank, out.keepdim)
+        w(f"{out.value} = {output_alloc(shape, out.dtype, device)}")
+    args = [o.value for o in kernel.operands] + [o.value for o in kernel.outputs]
+    if cfg.get("split_k", 1) > 1:
+        _launch_split(w, kernel, name, lay, device)
+    elif lay.column:
+        w(f"n_outer = {_prod(x, 0, lay.d0)}")
+        w(f"n_red = {_prod(x, lay.d0, lay.d1)}")
+        w(f"n_inner = {_prod(x, lay.d1, lay.rank)}")
+        w(f"BLOCK_M = min(triton.next_power_of_2(n_red), {cfg['BLOCK_M']})")
+        launch = args + _build(kernel, 1)[2]
+        if cfg.get("autotune"):
+            w("grid = lambda meta: (n_outer * triton.cdiv(n_inner, meta['BLOCK_N']),)")
+            w(f"{name}[grid]({', '.join(launch + ['BLOCK_M=BLOCK_M', 'ONE_PASS=n_red <= BLOCK_M'])})")
+        else:
+            w(f"grid = (n_outer * triton.cdiv(n_inner, {cfg['BLOCK_N']}),)")
+            kw = ["BLOCK_M=BLOCK_M", f"BLOCK_N={cfg['BLOCK_N']}", "ONE_PASS=n_red <= BLOCK_M",
+                  f"num_warps={cfg['num_warps']}"]
+            for line in _call(w, f"{name}[grid]", launch + kw):
+                w(line)
+    else:
+        if lay.groups:
+            w(f"G = {lay.groups}")
+            w(f"CPG = {x}.shape[1] // G")
+            w(f"HW = {_prod(x, 2, lay.rank)}")
+            w(f"n_rows = {x}.shape[0] * G")
+            w("n_cols = CPG * HW")
+        else:
+            w(f"n_rows = {_prod(x, 0, lay.d0)}")
+            w(f"n_cols = {_prod(x, lay.d0, lay.d1)}")
+        w(f"BLOCK = min(triton.next_power_of_2(n_cols), {cfg['BLOCK']})")
+        launch = args + _build(kernel, 1)[2]
+        kw = ["BLOCK=BLOCK", "ONE_PASS=n_cols <= BLOCK"]
+        if cfg.get("persistent"):
+            w("grid = (min(n_rows, 2 * _num_programs(" + device + ")),)")
+        else:
+            w("grid = (n_rows,)")
+        if not cfg.get("autotune"):
+            if cfg.get("num_warps"):
+                kw.append(f"num_warps={cfg['num_warps']}")
+            else:
+                w("# wide rows get more warps so each thread keeps a few elements in registers")
+                w("num_warps = 32 if BLOCK > 16384 else min(max(BLOCK // 256, 1), 16)")
+                kw.append("num_warps=num_warps")
+            if cfg.get("num_stages"):
+                kw.append(f"num_stages={cfg['num_stages']}")
+        for line in _call(w, f"{name}[grid]", launch + kw):
+            w(line)
+    launcher.finish(w)
+    w.dedent()
+    w()
+
+
+# --------------------------------------------------------------------------------------------------
+# split reductions: slices of the reduced extent in parallel, then a kernel that combines them
+# --------------------------------------------------------------------------------------------------
+
+def splittable(kernel: Kernel) -> bool:
+    """Every reduction in the first pass and no full-size output: partial results combine later."""
+    lay = Layout(kernel)
+    if lay.groups:
+        return False
+    varies, after = _analyse(kernel, lay, pair=False)
+    reds = [op for op in kernel.body if op.op in REDUCTIONS]
+    return bool(reds) and all(after[op.out] == 1 for op in reds) and \
+        not any(varies[o.src] for o in kernel.outputs)
+
+
+def _reduced_address(lay: Layout, dims: list[int], what: str) -> str:
+    """Offset of an element of a reduced-shape operand, at flat reduced index `offs`."""
+    outer, inner = set(range(lay.d0)), set(range(lay.d1, lay.rank))
+    dims = set(dims)
+    if not dims:
+        return "0"
+    if dims == outer | inner:
+        return "offs"
+    if dims == outer:
+        return "offs // n_inner"
+    if dims == inner:
+        return "offs % n_inner"
+    raise FusionError(f"{what}: a split reduction cannot address dims {sorted(dims)}")
+
+
+def _combine_ops(kernel: Kernel) -> list[Op]:
+    reds = {op.out for op in kernel.body if op.op in REDUCTIONS}
+    return needed(kernel.body, [o.src for o in kernel.outputs], stop=reds)
+
+
+def _emit_split(w: Writer, kernel: Kernel, name: str) -> tuple[list[str], list[str]]:
+    """Write the partial and combine kernels; returns the size arguments each one takes."""
+    lay = Layout(kernel)
+    lay.check()
+    varies, _ = _analyse(kernel, lay, pair=False)
+    reds = [op for op in kernel.body if op.op in REDUCTIONS]
+    body = _body(kernel, lay)
+    bw = Writer()
+    bw.depth = w.depth + 1
+    lay.program(bw)
+    bw("split = tl.program_id(1)")
+    bw(f"# this program reduces one slice of the {lay.red_size} reduced elements")
+    bw(f"chunk = tl.cdiv(tl.cdiv({lay.red_size}, {lay.block}), SPLIT) * {lay.block}")
+    bw("lo = split * chunk")
+    bw(f"hi = tl.minimum(lo + chunk, {lay.red_size})")
+    done: set[str] = set()
+    for op in kernel.body:
+        if not varies[op.out] and op.op not in REDUCTIONS and all(
+                not isinstance(a, str) or a in done for a in op.args):
+            bw(body.statement(op))
+            done.add(op.out)
+    for op in reds:
+        bw(f"acc_{var(op.out)} = {lay.acc_init(op.op)}")
+    bw(f"for start in range(lo, hi, {lay.block}):")
+    bw.indent()
+    lay.index(bw, "start", bound="hi")
+    for op in needed(kernel.body, [op.args[0] for op in reds], stop=done):
+        bw(body.statement(op))
+    for op in reds:
+        bw(lay.acc_update(op.op, f"acc_{var(op.out)}", body.arg(op.args[0])))
+    bw.dedent()
+    index = "outer * n_inner + inner" if lay.column else "row"
+    mask = ", mask=inner_mask" if lay.column else ""
+    for j, op in enumerate(reds):
+        partial = f"{_COMBINE[op.op]}(acc_{var(op.out)}, axis=0{lay.keep})"
+        slot = "split" if j == 0 else f"({j} * SPLIT + split)"
+        bw(f"tl.store(ws_ptr + {slot} * n_reduced + {index}, {partial}{mask})")
+    text = "\n".join(bw.lines)
+    operands = [var(o.value) if o.scalar else ptr(o.value) for o in kernel.operands]
+    sizes = [s for s in ("n_cols", "n_red", "n_inner") if re.search(rf"\b{s}\b", text)]
+    kernel_header(w, kernel, name, operands + ["ws_ptr", "n_reduced"] + sizes,
+                  (["BLOCK_M", "BLOCK_N"] if lay.column else ["BLOCK"]) + ["SPLIT"])
+    w.lines.extend(bw.lines)
+    w()
+    w()
+    return sizes, _emit_combine(w, kernel, name, lay, reds)
+
+
+def _emit_combine(w: Writer, kernel: Kernel, name: str, lay: Layout, reds: list[Op]) -> list[str]:
+    ops = _combine_ops(kernel)
+    loaded = sorted({op.args[0] for op in ops if op.op == "load"})
+    operands = [kernel.operands[i] for i in loaded]
+    cw = Writer()
+    cw.depth = w.depth + 1
+    cw("offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)")
+    cw("mask = offs < n_reduced")
+    for j, op in enumerate(reds):
+        first = "offs" if j == 0 else f"{j} * SPLIT * n_reduced + offs"
+        cw(f"{var(op.out)} = tl.load(ws_ptr + {first}, mask=mask, other=0.0)")
+        cw("for s in tl.static_range(1, SPLIT):")
+        slot = "s" if j == 0 else f"({j} * SPLIT + s)"
+        part = f"tl.load(ws_ptr + {slot} * n_reduced + offs, mask=mask, other=0.0)"
+        if op.op in ("sum", "mean"):
+            cw(f"    {var(op.out)} += {part}")
+        else:
+            fn = "tl.maximum" if op.op == "max" else "tl.minimum"
+            cw(f"    {var(op.out)} = {fn}({var(op.out)}, {part})")
+        if op.op == "mean":
+            cw(f"{var(op.out)} = {var(op.out)}{lay._mean_divisor(op)}")
+
+    def load(op: Op, operand) -> str:
+        if operand.scalar:
+            return f"{var(operand.value)} * 1.0" if not operand.integer else var(operand.value)
+        where = _reduced_address(lay, operand.dims, operand.value)
+        text = f"tl.load({ptr(operand.value)})" if where == "0" else \
+            f"tl.load({ptr(operand.value)} + {where}, mask=mask, other=0)"
+        return text if operand.integer else f"{text}.to(tl.float32)"
+
+    body = BodyEmitter(kernel, load)
+    for op in ops:
+        cw(body.statement(op))
+    for out in kernel.outputs:
+        value = f"{var(out.src)}.to({ptr(out.value)}.dtype.element_ty)"
+        cw(f"tl.store({ptr(out.value)} + offs, {value}, mask=mask)")
+    text = "\n".join(cw.lines)
+    sizes = [s for s in ("n_cols", "n_red", "n_inner") if re.search(rf"\b{s}\b", text)]
+    params = ["ws_ptr"] + [var(o.value) if o.scalar else ptr(o.value) for o in operands] + \
+        [ptr(o.value) for o in kernel.outputs] + ["n_reduced"] + sizes
+    w("@triton.jit")
+    for line in wrap_call(f"def {_combine_name(name)}",
+                          params + ["SPLIT: tl.constexpr", "BLOCK: tl.constexpr"], ":", w.depth):
+        w(line)
+    w.lines.extend(cw.lines)
+    w()
+    return sizes
+
+
+def _combine_name(name: str) -> str:
+    return name.removesuffix("_kernel") + "_combine_kernel"
+
+
+def _launch_split(w: Writer, kernel: Kernel, name: str, lay: Layout, device: str) -> None:
+    x = kernel.space["input"]
+    cfg = kernel.config
+    split = cfg["split_k"]
+    reds = [op for op in kernel.body if op.op in REDUCTIONS]
+    if lay.column:
+        w(f"n_outer = {_prod(x, 0, lay.d0)}")
+        w(f"n_red = {_prod(x, lay.d0, lay.d1)}")
+        w(f"n_inner = {_prod(x, lay.d1, lay.rank)}")
+        w("n_reduced = n_outer * n_inner")
+        w(f"BLOCK_M = min(triton.next_power_of_2(n_red), {cfg['BLOCK_M']})")
+        grid = f"n_outer * triton.cdiv(n_inner, {cfg['BLOCK_N']})"
+        consts = ["BLOCK_M=BLOCK_M", f"BLOCK_N={cfg['BLOCK_N']}"]
+    else:
+        w(f"n_reduced = {_prod(x, 0, lay.d0)}")
+        w(f"n_cols = {_prod(x, lay.d0, lay.d1)}")
+        w(f"BLOCK = min(triton.next_power_of_2(n_cols), {cfg['BLOCK']})")
+        grid = "n_reduced"
+        consts = ["BLOCK=BLOCK"]
+    w(f"# {split} programs share each reduction; their partial results meet in the combine kernel")
+    w(f"ws = torch.empty(({len(reds)}, {split}, n_reduced), device={device}, dtype=torch.float32)")
+    sizes_a, sizes_c = _emit_split(Writer(), kernel, name)
+    first = [o.value for o in kernel.operands] + ["ws", "n_reduced"] + sizes_a
+    kw = consts + [f"SPLIT={split}"] + ([f"num_warps={cfg['num_warps']}"] if cfg.get("num_warps") else [])
+    for line in _call(w, f"{name}[({grid}, {split})]", first + kw):
+        w(line)
+    ops = _combine_ops(kernel)
+    loaded = sorted({op.args[0] for op in ops if op.op == "load"})
+    second = ["ws"] + [kernel.operands[i].value for i in loaded] + [o.value for o in kernel.outputs] + \
+        ["n_reduced"] + sizes_c
+    for line in _call(w, f"{_combine_name(name)}[(triton.cdiv(n_reduced, 1024),)]",
+                      second + [f"SPLIT={split}", "BLOCK=1024"]):
+        w(line)
+
+
+def _call(w: Writer, head: str, items: list[str]) -> list[str]:
+    return wrap_call(head, items, "", w.depth)
+
+
+def tuning_space(kernel: Kernel) -> list[dict]:
+    cfg = kernel.config
+    if Layout(kernel).column:
+        current = {"BLOCK_N": cfg["BLOCK_N"], "num_warps": cfg["num_warps"]}
+        menu = [current] + [{"BLOCK_N": bn, "num_warps": nw} for bn, nw in
+                            ((32, 4), (64, 4), (128, 4), (128, 8), (256, 8), (512, 8))]
+    else:
+        current = {"num_warps": cfg.get("num_warps") or 4}
+        menu = [current] + [{"num_warps": nw} for nw in (1, 2, 4, 8, 16)]
+    return autotune_configs(menu, [])

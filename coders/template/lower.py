@@ -1,0 +1,475 @@
+"""Lower the canonical op graph to the IR: one kernel per op, Python steps for everything else.
+
+Composite ops expand here into body ops (softmax = max, exp, sum, div), so a manually written
+softmax and `torch.softmax` end up as the same kernel once the planner has fused the pieces.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from coders.template.graph import GNode, Graph, Ref, _Unsupported, render, unsupported
+from coders.template.ir import Kernel, Op, Operand, Output, ProgramIR, PyStep
+
+# Port defaults: simple, safe blocks; the planner tunes from here.
+POINTWISE_CONFIG = {"BLOCK": 1024, "num_warps": 4}
+ROW_CONFIG = {"BLOCK": 8192, "split_k": 1}  # columns per chunk; a row that fits is read once
+COLUMN_CONFIG = {"BLOCK_M": 32, "BLOCK_N": 64, "num_warps": 4, "split_k": 1}  # (reduced rows, columns)
+MATMUL_CONFIG = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 1, "num_warps": 4,
+                 "num_stages": 3, "split_k": 1, "precision": "ieee"}
+# 16-bit operands run on the tensor cores: bigger tiles keep them busy
+MATMUL_CONFIG_16 = {**MATMUL_CONFIG, "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 8}
+ATTENTION_CONFIG = {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "num_stages": 2, "precision": "ieee"}
+ATTENTION_CONFIG_16 = {**ATTENTION_CONFIG, "BLOCK_M": 128, "num_warps": 8}
+HALF = (torch.float16, torch.bfloat16)
+
+
+def lower(graph: Graph) -> ProgramIR:
+    values: dict[str, dict[str, Any]] = {}
+    for node in graph.nodes:
+        values[node.name] = {"shape": list(node.shape) if node.is_tensor else None,
+                             "dtype": _dtype_name(node.dtype) if node.is_tensor else None}
+    ir = ProgramIR(task=graph.task, args=list(graph.inputs), values=values, steps=[],
+                   result=_render_result(graph.result))
+    used = _used_names(graph)
+    for node in graph.nodes:
+        if node.kind == "input" or node.name not in used:
+            continue
+        for arg in node.args:
+            if isinstance(arg, _Unsupported):
+                raise unsupported(arg.what)
+        if node.kind == "param":
+            ir.steps.append(PyStep(outs=[node.name], expr=f"self.{node.attrs['path']}", uses=[]))
+        elif node.kind == "py":
+            ir.steps.append(PyStep(outs=[node.name], expr=node.expr, uses=node.refs(),
+                                   alias_of=node.alias_of, library=node.library))
+        elif node.kind == "pw":
+            ir.steps.append(_pointwise(graph, ir, node))
+        elif node.kind == "red":
+            ir.steps.append(_reduce(graph, ir, node))
+        elif node.kind == "matmul":
+            ir.steps.append(_matmul(graph, ir, node))
+        elif node.kind == "attention":
+            ir.steps.append(_attention(graph, ir, node))
+        else:
+            raise unsupported(f"node kind {node.kind}")
+    ir.patterns = _attention_patterns(graph)
+    return ir
+
+
+def _render_result(result: Any) -> str:
+    if isinstance(result, _Unsupported):
+        raise unsupported(result.what)
+    if isinstance(result, Ref):
+        return result.name
+    if isinstance(result, tuple | list):
+        return render(tuple(result) if isinstance(result, tuple) else list(result))
+    raise unsupported(f"returning {type(result).__name__}")
+
+
+def _used_names(graph: Graph) -> set[str]:
+    """Nodes the result depends on (dead code in the reference is dropped)."""
+    index = {n.name: n for n in graph.nodes}
+    todo = [a.name for a in _refs_in(graph.result)]
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        todo.extend(index[name].refs())
+    return seen
+
+
+def _refs_in(value: Any) -> list[Ref]:
+    if isinstance(value, Ref):
+        return [value]
+    if isinstance(value, tuple | list):
+        return [r for v in value for r in _refs_in(v)]
+    return []
+
+
+def _dtype_name(dtype: torch.dtype | None) -> str | None:
+    return str(dtype).removeprefix("torch.") if dtype is not None else None
+
+
+# --------------------------------------------------------------------------------------------------
+# body building
+# --------------------------------------------------------------------------------------------------
+
+class Body:
+    """Collects operands and SSA ops for one kernel."""
+
+    def __init__(self, graph: Graph, ir: ProgramIR, rank: int) -> None:
+        self.graph = graph
+        self.ir = ir
+        self.rank = rank
+        self.operands: list[Operand] = []
+        self.ops: list[Op] = []
+        self.names: set[str] = set()
+
+    def fresh(self, base: str) -> str:
+        name, i = base, 1
+        while name in self.names:
+            i += 1
+            name = f"{base}_{i}"
+        self.names.add(name)
+        return name
+
+    def load(self, value: str, dims: list[int] | None = None) -> str:
+        """Load a tensor (dims default to right-aligned broadcasting) or take a Python scalar."""
+        node = self.graph.node(value)
+        scalar = not node.is_tensor
+        if dims is None:
+            dims = [] if scalar else broadcast_dims(self.space_shape, list(node.shape))
+        for i, o in enumerate(self.operands):
+            if o.value == value and o.dims == dims:
+                return next(op.out for op in self.ops if op.op == "load" and op.args == [i])
+        integer = bool(node.is_tensor and not node.dtype.is_floating_point)
+        self.operands.append(Operand(value, dims, scalar=scalar, integer=integer))
+        name = self.fresh(value)
+        self.ops.append(Op(name, "load", [len(self.operands) - 1]))
+        return name
+
+    def op(self, op: str, args: list[Any], attrs: dict | None = None, base: str | None = None) -> str:
+        name = self.fresh(base or op)
+        self.ops.append(Op(name, op, list(args), dict(attrs or {})))
+        return name
+
+    def arg(self, value: Any) -> Any:
+        """A graph argument as a body argument: load tensors/scalars, keep literals."""
+        if isinstance(value, Ref):
+            return self.load(value.name)
+        if value is None or isinstance(value, bool | int | float):
+            return value
+        raise unsupported(f"argument {value!r}")
+
+    space_shape: list[int] = []
+
+
+def broadcast_dims(space: list[int], shape: list[int]) -> list[int]:
+    """Dims of `space` an operand of `shape` spans under right-aligned broadcasting."""
+    offset = len(space) - len(shape)
+    if offset < 0:
+        raise unsupported("an operand of higher rank than its result")
+    dims = []
+    for i, size in enumerate(shape):
+        if size == space[offset + i] or size != 1:
+            if size != space[offset + i]:
+                raise unsupported(f"broadcasting {shape} to {space}")
+            dims.append(offset + i)
+    return dims
+
+
+def _output_dtype(graph: Graph, node: GNode, operands: list[Operand]) -> str:
+    """`like:<operand>` when the result's dtype follows an input, else the traced dtype."""
+    for o in operands:
+        src = graph.node(o.value)
+        if src.is_tensor and src.dtype == node.dtype:
+            return f"like:{o.value}"
+    return _dtype_name(node.dtype)
+
+
+def _loss(body: Body, node: GNode) -> str:
+    """Elementwise loss terms, written as primitive ops (torch's formulas)."""
+    x, t = (body.arg(a) for a in node.args)
+    op, a = node.op, node.attrs
+    name = node.name
+    if op in ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss"):
+        d = body.op("sub", [x, t], base="diff")
+        if op == "mse_loss":
+            return body.op("mul", [d, d], base=name)
+        ad = body.op("abs", [d], base="abs_diff")
+        if op == "l1_loss":
+            return ad
+        limit = a.get("beta", 1.0) if op == "smooth_l1_loss" else a.get("delta", 1.0)
+        if limit == 0:
+            return ad
+        sq = body.op("mul", [body.op("mul", [ad, ad], base="sq"), 0.5], base="half_sq")
+        if op == "smooth_l1_loss":
+            inside = body.op("div", [sq, limit], base="quadratic")
+            outside = body.op("sub", [ad, 0.5 * limit], base="linear")
+        else:
+            inside = sq
+            outside = body.op("mul", [body.op("sub", [ad, 0.5 * limit]), limit], base="linear")
+        return body.op("where", [body.op("lt", [ad, limit], base="small"), inside, outside], base=name)
+    if op == "kl_div":
+        if a.get("log_target"):
+            return body.op("mul", [body.op("exp", [t]), body.op("sub", [t, x])], base=name)
+        # xlogy(t, t) - t * x, with 0 * log(0) = 0
+        positive = body.op("gt", [t, 0.0], base="positive")
+        safe = body.op("where", [positive, t, 1.0], base="safe_t")
+        xlogy = body.op("where", [positive, body.op("mul", [t, body.op("log", [safe])]), 0.0],
+                        base="xlogy")
+        return body.op("sub", [xlogy, body.op("mul", [t, x])], base=name)
+    if op == "binary_cross_entropy":
+        # torch clamps each log at -100 so that p = 0 or 1 gives a finite loss
+        log_p = body.op("maximum", [body.op("log", [x]), -100.0], base="log_p")
+        log_q = body.op("maximum", [body.op("log", [body.op("sub", [1.0, x])]), -100.0], base="log_q")
+        pos = body.op("mul", [t, log_p])
+        neg = body.op("mul", [body.op("sub", [1.0, t]), log_q])
+        return body.op("neg", [body.op("add", [pos, neg])], base=name)
+    if op == "binary_cross_entropy_with_logits":
+        # max(x, 0) - x * t + log(1 + exp(-|x|)): no overflow for large |x|
+        decay = body.op("exp", [body.op("neg", [body.op("abs", [x])])])
+        soft = body.op("log", [body.op("add", [1.0, decay])], base="softplus")
+        relu = body.op("relu", [x])
+        return body.op("add", [body.op("sub", [relu, body.op("mul", [x, t])]), soft], base=name)
+    raise unsupported(f"loss {op}")
+
+
+LOSSES = ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div", "binary_cross_entropy",
+          "binary_cross_entropy_with_logits")
+
+
+def _pw_op(body: Body, node: GNode) -> str:
+    """The body op(s) for one pointwise graph node."""
+    op, attrs = node.op, dict(node.attrs)
+    if op in LOSSES:
+        return _loss(body, node)
+    if op == "pow":
+        base, exponent = node.args
+        if not isinstance(exponent, Ref):
+            attrs["exponent"] = exponent
+            return body.op("pow", [body.arg(base), 0], attrs, base=node.name)
+        if not isinstance(base, Ref):
+            attrs["base"] = float(base)
+            return body.op("pow", [0, body.arg(exponent)], attrs, base=node.name)
+    if op == "clamp" and attrs.get("tensor_bounds"):
+        args = [body.arg(a) if a is not None else "None" for a in node.args]
+        return body.op(op, args, attrs, base=node.name)
+    return body.op(op, [body.arg(a) for a in node.args], attrs, base=node.name)
+
+
+def _pointwise(graph: Graph, ir: ProgramIR, node: GNode) -> Kernel:
+    body = Body(graph, ir, len(node.shape))
+    body.space_shape = list(node.shape)
+    out = _pw_op(body, node)
+    tensors = [a.name for a in node.args if isinstance(a, Ref) and graph.node(a.name).is_tensor]
+    same = [t for t in tensors if list(graph.node(t).shape) == list(node.shape)]
+    shape_of = same[:1] or tensors
+    if not shape_of:
+        raise unsupported(f"{node.op} with no tensor input")
+    output = Output(node.name, out, list(range(len(node.shape))), _output_dtype(graph, node, body.operands))
+    return Kernel(name=node.name, kind="pointwise",
+                  space={"shape_of": shape_of, "traced": list(node.shape)},
+                  operands=body.operands, body=body.ops, outputs=[output], config=dict(POINTWISE_CONFIG))
+
+
+# --------------------------------------------------------------------------------------------------
+# reductions
+# --------------------------------------------------------------------------------------------------
+
+def _reduce(graph: Graph, ir: ProgramIR, node: GNode) -> Kernel:
+    x = node.args[0].name
+    shape = list(graph.node(x).shape)
+    rank = len(shape)
+    d0, d1 = node.attrs["red"]
+    body = Body(graph, ir, rank)
+    body.space_shape = shape
+    full = list(range(rank))
+    kept = [d for d in full if not d0 <= d < d1]  # the dims of a reduced value
+    xv = body.load(x, full)
+    op, a = node.op, node.attrs
+    outputs_full = False
+    space: dict[str, Any] = {"input": x, "red": [d0, d1], "traced": shape}
+
+    def extra(i: int, dims: list[int]) -> str | None:
+        ref = node.args[i] if len(node.args) > i else None
+        return body.load(ref.name, dims) if isinstance(ref, Ref) else None
+
+    if op in ("sum", "amax", "amin", "mean"):
+        kind = {"amax": "max", "amin": "min"}.get(op, op)
+        out = body.op(kind, [xv], base=node.name)
+    elif op in ("var", "std"):
+        mean = body.op("mean", [xv])
+        d = body.op("sub", [xv, mean], base="centered")
+        sq = body.op("mul", [d, d], base="sq")
+        out = body.op("mean", [sq], {"correction": a["correction"]}, base="var")
+        if op == "std":
+            out = body.op("sqrt", [out], base=node.name)
+    elif op == "logsumexp":
+        m = body.op("max", [xv], base="row_max")
+        e = body.op("exp", [body.op("sub", [xv, m], base="shifted")])
+        s = body.op("sum", [e], base="denom")
+        out = body.op("add", [body.op("log", [s]), m], base=node.name)
+    elif op == "norm":
+        out = body.op("sqrt", [body.op("sum", [body.op("mul", [xv, xv], base="sq")])], base=node.name)
+    elif op == "softmax":
+        m = body.op("max", [xv], base="row_max")
+        e = body.op("exp", [body.op("sub", [xv, m], base="shifted")], base="numer")
+        s = body.op("sum", [e], base="denom")
+        out = body.op("div", [e, s], base=node.name)
+        outputs_full = True
+    elif op == "log_softmax":
+        m = body.op("max", [xv], base="row_max")
+        d = body.op("sub", [xv, m], base="shifted")
+        s = body.op("sum", [body.op("exp", [d])], base="denom")
+        out = body.op("sub", [d, body.op("log", [s])], base=node.name)
+        outputs_full = True
+    elif op in ("layer_norm", "group_norm"):
+        param_dims = [1] if op == "group_norm" else list(range(d0, d1))
+        if op == "group_norm":
+            space["groups"] = a["groups"]
+        mean = body.op("mean", [xv])
+        d = body.op("sub", [xv, mean], base="centered")
+        var = body.op("mean", [body.op("mul", [d, d], base="sq")], base="var")
+        rstd = body.op("rsqrt", [body.op("add", [var, a["eps"]], base="var_eps")], base="rstd")
+        out = body.op("mul", [d, rstd], base="normed")
+        w, b = extra(1, param_dims), extra(2, param_dims)
+        if w is not None:
+            out = body.op("mul", [out, w], base="scaled")
+        if b is not None:
+            out = body.op("add", [out, b], base="shifted")
+        outputs_full = True
+    elif op == "rms_norm":
+        eps = a["eps"] if a["eps"] is not None else torch.finfo(graph.node(x).dtype).eps
+        ms = body.op("mean", [body.op("mul", [xv, xv], base="sq")], base="mean_sq")
+        rstd = body.op("rsqrt", [body.op("add", [ms, eps], base="ms_eps")], base="rstd")
+        out = body.op("mul", [xv, rstd], base="normed")
+        w = extra(1, list(range(d0, d1)))
+        if w is not None:
+            out = body.op("mul", [out, w], base="scaled")
+        outputs_full = True
+    elif op == "normalize":
+        norm = body.op("sqrt", [body.op("sum", [body.op("mul", [xv, xv], base="sq")])], base="norm")
+        out = body.op("div", [xv, body.op("maximum", [norm, a["eps"]], base="norm_eps")],
+                      base=node.name)
+        outputs_full = True
+    elif op == "cosine_similarity":
+        yv = body.load(node.args[1].name, full)
+        dot = body.op("sum", [body.op("mul", [xv, yv], base="prod")], base="dot")
+        n1 = body.op("sqrt", [body.op("sum", [body.op("mul", [xv, xv], base="sq1")])], base="norm1")
+        n2 = body.op("sqrt", [body.op("sum", [body.op("mul", [yv, yv], base="sq2")])], base="norm2")
+        den = body.op("mul", [body.op("maximum", [n1, a["eps"]]), body.op("maximum", [n2, a["eps"]])],
+                      base="den")
+        out = body.op("div", [dot, den], base=node.name)
+    elif op in ("ce_rows", "nll_rows"):
+        t = extra(1, kept)
+        col = body.op("ridx", [], base="col")
+        picked = body.op("sum", [body.op("where", [body.op("eq", [col, t], base="is_target"), xv, 0.0],
+                                         base="target_logit")], base="picked")
+        if op == "ce_rows":
+            m = body.op("max", [xv], base="row_max")
+            e = body.op("exp", [body.op("sub", [xv, m], base="shifted")])
+            lse = body.op("add", [body.op("log", [body.op("sum", [e], base="denom")]), m], base="lse")
+            loss = body.op("sub", [lse, picked], base="nll")
+            eps = a.get("label_smoothing", 0.0)
+            if eps:
+                # label smoothing mixes in the loss against the uniform distribution
+                smooth = body.op("sub", [lse, body.op("mean", [xv], base="mean_logit")], base="smooth")
+                loss = body.op("add", [body.op("mul", [loss, 1.0 - eps]), body.op("mul", [smooth, eps])],
+                               base="loss")
+        else:
+            loss = body.op("neg", [picked], base="loss")
+        valid = body.op("ne", [t, a["ignore_index"]], base="valid")
+        out = body.op("where", [valid, loss, 0.0], base=node.name)
+    elif op == "masked_mean":
+        t = extra(1, full)
+        valid = body.op("cast", [body.op("ne", [t, a["ignore_index"]], base="valid")],
+                        {"dtype": "float32"}, base="valid_f")
+        total = body.op("sum", [xv], base="total")
+        out = body.op("div", [total, body.op("sum", [valid], base="count")], base=node.name)
+    elif op == "sum_div":
+        n = body.load(node.args[1].name, [])
+        out = body.op("div", [body.op("sum", [xv], base="total"), n], base=node.name)
+    else:
+        raise unsupported(f"reduction {op}")
+    dims = full if outputs_full else kept
+    output = Output(node.name, out, dims, _output_dtype(graph, node, body.operands),
+                    keepdim=bool(a.get("keepdim", False)) and not outputs_full)
+    config = dict(COLUMN_CONFIG if d1 < rank and "groups" not in space else ROW_CONFIG)
+    return Kernel(name=node.name, kind="reduce", space=space, operands=body.operands, body=body.ops,
+                  outputs=[output], config=config)
+
+
+# --------------------------------------------------------------------------------------------------
+# matmul and attention
+# --------------------------------------------------------------------------------------------------
+
+def _matmul(graph: Graph, ir: ProgramIR, node: GNode) -> Kernel:
+    a, b, bias = node.args
+    form = node.attrs["form"]
+    out_shape = list(node.shape)
+    if form == "bmm":
+        sa, sb = graph.node(a.name).shape, graph.node(b.name).shape
+        if sa[:-2] != sb[:-2]:
+            raise unsupported("batched matmul with broadcast batch dims")
+    body = Body(graph, ir, len(out_shape))
+    body.space_shape = out_shape
+    acc = body.op("acc", [], base="acc")
+    out = acc
+    if isinstance(bias, Ref):
+        out = body.op("add", [out, body.load(bias.name)], base="biased")
+    dtype = _dtype_name(node.dtype)
+    output = Output(node.name, out, list(range(len(out_shape))),
+                    f"like:{a.name}" if graph.node(a.name).dtype == node.dtype else dtype)
+    dtype_a = graph.node(a.name).dtype
+    space = {"a": a.name, "b": b.name, "form": form, "traced": out_shape, "dtype": _dtype_name(dtype_a)}
+    config = MATMUL_CONFIG_16 if dtype_a in HALF else MATMUL_CONFIG
+    return Kernel(name=node.name, kind="matmul", space=space, operands=body.operands, body=body.ops,
+                  outputs=[output], config=dict(config))
+
+
+def _attention(graph: Graph, ir: ProgramIR, node: GNode) -> Kernel:
+    q, k, v = (a.name for a in node.args)
+    body = [Op("attn", "acc")]
+    output = Output(node.name, "attn", list(range(len(node.shape))), f"like:{q}")
+    space = {"q": q, "k": k, "v": v, "k_transposed": False, "causal": node.attrs["causal"],
+             "scale": node.attrs["scale"], "traced": list(node.shape)}
+    config = ATTENTION_CONFIG_16 if graph.node(q).dtype in HALF else ATTENTION_CONFIG
+    return Kernel(name=node.name, kind="attention", space=space, operands=[], body=body,
+                  outputs=[output], config=dict(config))
+
+
+def attention_kernel(name: str, q: str, kt: str, v: str, out: str, scale: float | str | None,
+                     traced: list[int], causal: bool = False, half: bool = False) -> Kernel:
+    """The flash-attention kernel that replaces a matmul -> softmax -> matmul pattern."""
+    space = {"q": q, "k": kt, "v": v, "k_transposed": True, "causal": causal, "scale": scale,
+             "traced": traced}
+    return Kernel(name=name, kind="attention", space=space, operands=[], body=[Op("attn", "acc")],
+                  outputs=[Output(out, "attn", list(range(len(traced))), f"like:{q}")],
+                  config=dict(ATTENTION_CONFIG_16 if half else ATTENTION_CONFIG))
+
+
+def _attention_patterns(graph: Graph) -> list[dict[str, Any]]:
+    """matmul(q, kt) [* or / a constant] -> softmax(-1) -> matmul(p, v), intermediates unshared."""
+    patterns = []
+    for mm2 in graph.nodes:
+        if mm2.kind != "matmul" or mm2.attrs["form"] != "bmm" or mm2.args[2] is not None:
+            continue
+        chain = []
+        p = graph.node(mm2.args[0].name)
+        if not (p.kind == "red" and p.op == "softmax" and p.attrs["red"][0] == len(p.shape) - 1):
+            continue
+        chain.append(p.name)
+        s = graph.node(p.args[0].name)
+        causal = False
+        if s.kind == "pw" and s.op == "where" and isinstance(s.args[0], Ref) and \
+                graph.node(s.args[0].name).attrs.get("causal_mask") and s.args[1] == float("-inf"):
+            causal = True
+            chain.append(s.name)
+            s = graph.node(s.args[2].name)
+        scale: float | str = 1.0
+        if s.kind == "pw" and s.op in ("mul", "div") and isinstance(s.args[0], Ref):
+            factor = s.args[1]
+            if isinstance(factor, int | float) and not isinstance(factor, bool):
+                scale = float(factor) if s.op == "mul" else 1.0 / float(factor)
+            elif isinstance(factor, Ref) and not graph.node(factor.name).is_tensor and s.op == "mul":
+                scale = factor.name
+            else:
+                continue
+            chain.append(s.name)
+            s = graph.node(s.args[0].name)
+        if s.kind != "matmul" or s.attrs["form"] != "bmm" or s.args[2] is not None:
+            continue
+        chain.append(s.name)
+        if any(len(graph.users(name)) != 1 for name in chain):
+            continue
+        q, kt, v = s.args[0].name, s.args[1].name, mm2.args[1].name
+        patterns.append({"kind": "attention", "q": q, "kt": kt, "v": v, "scale": scale,
+                         "causal": causal, "out": mm2.name, "inner": chain[::-1],
+                         "traced": list(mm2.shape)})
+    return patterns

@@ -1,0 +1,346 @@
+"""The macro steps on the IR: which ones change the program now, and applying one.
+
+Tuning steps (tile, num_warps, num_stages, group_m, split_k, persistent, vectorize, autotune,
+precision) apply to the *dominant* kernel: the one with the largest estimated time (matmul FLOPs
+and bytes moved against an H100-class roofline), and to its twins (kernels of the same kind, shape,
+dtype and configuration, such as the gate and up projections of a SwiGLU). `fuse epilogue` /
+`fuse prologue` merge the first fusable producer/consumer pair in program order; `fuse attention` swaps a
+matmul -> softmax -> matmul chain for a flash-attention kernel. Every legal step changes the
+program; menus are small and discrete so a planner can score all of them.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any
+
+from coders.template import fuse
+from coders.template.emit import reduce as reduce_emit
+from coders.template.emit.reduce import Layout
+from coders.template.ir import Kernel, ProgramIR
+from mtmc.protocols import CoderError
+from mtmc.strategies import Strategy
+from mtmc.tasks import Task
+
+PEAK_BYTES = 3.0e12
+PEAK_FLOPS = {"float32": 5.0e13, "float16": 5.0e14, "bfloat16": 5.0e14}
+_ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int64": 8, "int32": 4, "bool": 1}
+
+POINTWISE_BLOCKS = (256, 512, 1024, 2048, 4096)
+ROW_BLOCKS = (1024, 2048, 4096, 8192, 16384, 32768)
+MATMUL_BLOCKS = (32, 64, 128, 256)
+MATMUL_PRESETS = ((128, 128, 32), (128, 64, 32), (64, 128, 32), (128, 256, 64), (64, 64, 32))
+ATTENTION_BLOCKS = (32, 64, 128)
+WARPS = (2, 4, 8, 16)
+STAGES = (1, 2, 3, 4, 5)
+GROUPS = (1, 4, 8, 16)
+SPLITS = (1, 2, 4, 8)
+SMS = 132  # H100 / H200
+
+
+# --------------------------------------------------------------------------------------------------
+# which kernel
+# --------------------------------------------------------------------------------------------------
+
+def _numel(shape: list[int] | None) -> int:
+    return math.prod(shape) if shape else 1
+
+
+def _bytes(ir: ProgramIR, value: str) -> int:
+    info = ir.values.get(value, {})
+    if info.get("shape") is None:
+        return 0
+    return _numel(info["shape"]) * _ITEMSIZE.get(info.get("dtype") or "float32", 4)
+
+
+def matmul_mnk(ir: ProgramIR, kernel: Kernel) -> tuple[int, int, int, int]:
+    """(batch, M, N, K) at the traced sizes."""
+    a = ir.shape(kernel.space["a"])
+    b = ir.shape(kernel.space["b"])
+    form = kernel.space["form"]
+    if form == "bmm":
+        return _numel(a[:-2]), a[-2], b[-1], a[-1]
+    n = b[0] if form == "linear" else b[1]
+    return 1, _numel(a[:-1]), n, a[-1]
+
+
+def cost(ir: ProgramIR, kernel: Kernel) -> float:
+    reads = {o.value for o in kernel.operands if not o.scalar}
+    reads |= {kernel.space[k] for k in ("input", "a", "b", "q", "k", "v") if k in kernel.space}
+    moved = sum(_bytes(ir, v) for v in reads) + sum(_bytes(ir, o.value) for o in kernel.outputs)
+    flops = 0
+    dtype = "float32"
+    if kernel.kind == "matmul":
+        batch, m, n, k = matmul_mnk(ir, kernel)
+        flops = 2 * batch * m * n * k
+        dtype = ir.values[kernel.space["a"]]["dtype"]
+    elif kernel.kind == "attention":
+        q, v = ir.shape(kernel.space["q"]), ir.shape(kernel.space["v"])
+        flops = 2 * _numel(q) * v[-2] + 2 * _numel(q[:-1]) * v[-2] * v[-1]
+        dtype = ir.values[kernel.space["q"]]["dtype"]
+    # a kernel with fewer programs than SMs leaves the rest of the GPU idle
+    occupancy = min(1.0, programs(ir, kernel) / SMS)
+    return max(moved / PEAK_BYTES, flops / PEAK_FLOPS.get(dtype, 5.0e13)) / occupancy
+
+
+def programs(ir: ProgramIR, kernel: Kernel) -> int:
+    """How many programs the kernel launches at the traced sizes (about)."""
+    shape, cfg = kernel.space["traced"], kernel.config
+    split = cfg.get("split_k", 1)
+    if kernel.kind == "reduce":
+        lay = Layout(kernel)
+        if lay.groups:
+            return max(1, shape[0] * 8)
+        rows = _numel(shape[:lay.d0])
+        if lay.column:
+            rows *= -(-_numel(shape[lay.d1:]) // cfg["BLOCK_N"])
+        return rows * split
+    if kernel.kind == "matmul":
+        batch, m, n, _ = matmul_mnk(ir, kernel)
+        return batch * -(-m // cfg["BLOCK_M"]) * -(-n // cfg["BLOCK_N"]) * split
+    if kernel.kind == "attention":
+        return _numel(shape[:-2]) * -(-shape[-2] // cfg["BLOCK_M"])
+    return -(-_numel(shape) // cfg.get("BLOCK", 1024))
+
+
+def dominant(ir: ProgramIR) -> Kernel:
+    kernels = ir.kernels()
+    if not kernels:
+        raise CoderError("the program has no Triton kernel to tune")
+    return max(kernels, key=lambda k: cost(ir, k))
+
+
+def _is_column(kernel: Kernel) -> bool:
+    return kernel.kind == "reduce" and Layout(kernel).column
+
+
+def _fp32_operands(ir: ProgramIR, kernel: Kernel) -> bool:
+    keys = ("a", "b") if kernel.kind == "matmul" else ("q", "k", "v")
+    return all(ir.values[kernel.space[k]]["dtype"] == "float32" for k in keys)
+
+
+# --------------------------------------------------------------------------------------------------
+# the menu
+# --------------------------------------------------------------------------------------------------
+
+def legal(ir: ProgramIR, task: Task) -> list[Strategy]:
+    out: list[Strategy] = []
+    for kind in ("epilogue", "prologue"):
+        if fuse.fusions(ir, kind)[:1]:
+            out.append(Strategy.make("fuse", kind))
+    if fuse.fuse_attention(ir) is not None:
+        out.append(Strategy.make("fuse", "attention"))
+    kernel = dominant(ir)
+    out += [s for s in _knobs(ir, task, kernel) if _changes(ir, task, s)]
+    return out
+
+
+def _knobs(ir: ProgramIR, task: Task, kernel: Kernel) -> list[Strategy]:
+    cfg = kernel.config
+    tuned = bool(cfg.get("autotune"))
+    menu: list[Strategy] = []
+    make = Strategy.make
+    if kernel.kind == "pointwise":
+        if not tuned:
+            menu += [make("tile", BLOCK=b) for b in POINTWISE_BLOCKS]
+            menu += [make("num_warps", w) for w in WARPS]
+        if not cfg.get("vectorize"):
+            menu.append(make("vectorize"))
+    elif kernel.kind == "reduce" and not _is_column(kernel):
+        n_cols = _numel(kernel.space["traced"][slice(*kernel.space["red"])])
+        if not tuned:
+            menu += [make("tile", BLOCK=b) for b in ROW_BLOCKS if b <= 2 * max(n_cols, 1024)]
+            menu += [make("num_warps", w) for w in WARPS]
+            if n_cols > cfg["BLOCK"]:
+                menu += [make("num_stages", s) for s in (1, 2, 3)]
+        if not cfg.get("persistent"):
+            menu.append(make("persistent"))
+        menu += _reduce_splits(ir, kernel)
+    elif kernel.kind == "reduce":
+        if not tuned:
+            bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
+            for m, n in ((bm * 2, bn), (bm // 2, bn), (bm, bn * 2), (bm, bn // 2)):
+                if 8 <= m <= 256 and 16 <= n <= 256:
+                    menu.append(make("tile", BLOCK_M=m, BLOCK_N=n))
+            menu += [make("num_warps", w) for w in WARPS]
+        menu += _reduce_splits(ir, kernel)
+    elif kernel.kind == "matmul":
+        split = cfg.get("split_k", 1) > 1
+        if not tuned:
+            bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
+            tiles = [(bm * 2, bn, bk), (bm // 2, bn, bk), (bm, bn * 2, bk), (bm, bn // 2, bk),
+                     (bm, bn, 64 if bk == 32 else 32), *MATMUL_PRESETS]
+            for m, n, k in dict.fromkeys(tiles):
+                if m in MATMUL_BLOCKS and n in MATMUL_BLOCKS and k in (32, 64) and m * n <= 128 * 256:
+                    menu.append(make("tile", BLOCK_M=m, BLOCK_N=n, BLOCK_K=k))
+            menu += [make("num_warps", w) for w in (2, 4, 8)]
+            menu += [make("num_stages", s) for s in STAGES]
+        menu += [make("group_m", g) for g in GROUPS]
+        _, m_, n_, k_ = matmul_mnk(ir, kernel)
+        if not tuned and not cfg.get("persistent") and (k_ >= 4 * max(m_, n_) or
+                                                        (m_ * n_ <= 512 * 512 and k_ >= 1024)):
+            menu += [make("split_k", s) for s in SPLITS]
+        if not cfg.get("persistent") and not split:
+            menu.append(make("persistent"))
+        if not tuned and not split:
+            menu.append(make("autotune"))
+        menu += _precisions(ir, task, kernel)
+    elif kernel.kind == "attention":
+        if not tuned:
+            bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
+            for m, n in ((bm * 2, bn), (bm // 2, bn), (bm, bn * 2), (bm, bn // 2)):
+                if m in ATTENTION_BLOCKS and n in ATTENTION_BLOCKS:
+                    menu.append(make("tile", BLOCK_M=m, BLOCK_N=n))
+            menu += [make("num_warps", w) for w in (4, 8)]
+            menu += [make("num_stages", s) for s in (1, 2, 3, 4)]
+        menu += _precisions(ir, task, kernel)
+    if kernel.kind != "matmul" and not tuned:
+        menu.append(make("autotune"))
+    return menu
+
+
+def _reduce_splits(ir: ProgramIR, kernel: Kernel) -> list[Strategy]:
+    """Split a long reduction across programs when too few programs would run it (few rows)."""
+    cfg = kernel.config
+    if cfg.get("autotune") or cfg.get("persistent") or not reduce_emit.splittable(kernel):
+        return []
+    lay = Layout(kernel)
+    n_red = _numel(kernel.space["traced"][lay.d0:lay.d1])
+    if programs(ir, kernel) // cfg.get("split_k", 1) >= 2 * SMS or n_red < 4096:
+        return []
+    return [Strategy.make("split_k", s) for s in (1, 4, 16, 64)]
+
+
+def _precisions(ir: ProgramIR, task: Task, kernel: Kernel) -> list[Strategy]:
+    """tf32x3 (3 tensor-core passes, about fp32 accuracy) always; tf32 only where the task allows."""
+    if not _fp32_operands(ir, kernel):
+        return []
+    options = ["ieee", "tf32x3"] + (["tf32"] if "tf32" in task.precisions else [])
+    return [Strategy.make("precision", p) for p in options]
+
+
+def _changes(ir: ProgramIR, task: Task, strategy: Strategy) -> bool:
+    try:
+        return apply(ir, task, strategy).to_dict() != ir.to_dict()
+    except CoderError:
+        return False
+
+
+# --------------------------------------------------------------------------------------------------
+# applying one step
+# --------------------------------------------------------------------------------------------------
+
+def apply(ir: ProgramIR, task: Task, strategy: Strategy) -> ProgramIR:
+    kind = strategy.kind
+    if kind == "fuse":
+        return _fuse(ir, str(strategy.value))
+    if kind in ("port", "stop", "fix", "library"):
+        raise CoderError(f"`{strategy}` is not an IR step of the template coder")
+    new = copy.deepcopy(ir)
+    kernel = dominant(new)
+    twins = [k for k in new.kernels() if k is not kernel and k.kind == kernel.kind and
+             k.config == kernel.config and _shape_key(k) == _shape_key(kernel)]
+    _configure(new, task, kernel, strategy)
+    for twin in twins:
+        try:
+            _configure(new, task, twin, strategy)
+        except CoderError:
+            continue  # the step does not fit this twin: it keeps its configuration
+    return new
+
+
+def _shape_key(kernel: Kernel) -> tuple:
+    """What makes two kernels the same problem, apart from the tensors they read."""
+    space = kernel.space
+    return (str(space.get("traced")), str(space.get("red")), str(space.get("groups")), space.get("form"),
+            space.get("dtype"), space.get("causal"))
+
+
+def _configure(new: ProgramIR, task: Task, kernel: Kernel, strategy: Strategy) -> None:
+    """Edit `kernel.config` for one tuning step (raises CoderError when it does not apply)."""
+    kind = strategy.kind
+    cfg = kernel.config
+    args: dict[str, Any] = {k: v for k, v in strategy.params if k != "value"}
+    value = strategy.value
+    if kind == "tile":
+        allowed = _tile_keys(kernel)
+        if set(args) != set(allowed):
+            raise CoderError(f"`{strategy}` does not fit the {kernel.kind} kernel {kernel.name}: "
+                             f"it takes {' '.join(k + '=..' for k in allowed)}")
+        _require(not cfg.get("autotune"), "the kernel is autotuned")
+        if kernel.kind == "matmul":
+            _require(all(args[k] >= 16 for k in args), "tl.dot needs blocks of at least 16")
+        cfg.update({k: int(v) for k, v in args.items()})
+    elif kind == "num_warps":
+        _require(value in (1, 2, 4, 8, 16, 32), "num_warps must be a power of two up to 32")
+        _require(not cfg.get("autotune"), "the kernel is autotuned")
+        cfg["num_warps"] = int(value)
+    elif kind == "num_stages":
+        _require(kernel.kind in ("matmul", "attention", "reduce") and 1 <= int(value) <= 8,
+                 "num_stages applies to kernels with a pipelined loop")
+        _require(not cfg.get("autotune"), "the kernel is autotuned")
+        cfg["num_stages"] = int(value)
+    elif kind == "group_m":
+        _require(kernel.kind == "matmul", "group_m applies to matmul kernels")
+        cfg["GROUP_M"] = int(value)
+    elif kind == "split_k" and kernel.kind == "reduce":
+        _require(reduce_emit.splittable(kernel), "the reduction has dependent passes or full-size outputs")
+        _require(not cfg.get("persistent") and not cfg.get("autotune"),
+                 "split reductions do not combine with persistent or autotuned kernels")
+        _require(int(value) >= 1, "split_k must be positive")
+        cfg["split_k"] = int(value)
+    elif kind == "split_k":
+        _require(kernel.kind == "matmul", "split_k applies to matmul kernels")
+        _require(not cfg.get("persistent") and not cfg.get("autotune"),
+                 "split-K does not combine with persistent or autotuned kernels")
+        _require(int(value) >= 1, "split_k must be positive")
+        cfg["split_k"] = int(value)
+    elif kind == "persistent":
+        _require(kernel.kind == "matmul" or (kernel.kind == "reduce" and not _is_column(kernel)),
+                 "persistent applies to matmul and row-reduction kernels")
+        _require(cfg.get("split_k", 1) == 1, "split-K kernels are not persistent")
+        cfg["persistent"] = True
+    elif kind == "vectorize":
+        _require(kernel.kind == "pointwise", "vectorize applies to elementwise kernels")
+        cfg["vectorize"] = True
+    elif kind == "autotune":
+        _require(cfg.get("split_k", 1) == 1, "split-K kernels are not autotuned")
+        if kernel.kind == "reduce" and not _is_column(kernel):
+            cfg.setdefault("num_warps", None)
+        cfg["autotune"] = True
+    elif kind == "precision":
+        _require(kernel.kind in ("matmul", "attention"), "precision applies to matmul/attention")
+        _require(value in ("ieee", "tf32x3") or value in task.precisions,
+                 f"the task does not allow {value}")
+        _require(_fp32_operands(new, kernel), "precision only changes fp32 dot products")
+        cfg["precision"] = str(value)
+    else:
+        raise CoderError(f"the template coder has no `{kind}` step")
+
+
+def _tile_keys(kernel: Kernel) -> list[str]:
+    if kernel.kind == "matmul":
+        return ["BLOCK_M", "BLOCK_N", "BLOCK_K"]
+    if kernel.kind == "attention" or _is_column(kernel):
+        return ["BLOCK_M", "BLOCK_N"]
+    return ["BLOCK"]
+
+
+def _require(condition: bool, why: str) -> None:
+    if not condition:
+        raise CoderError(why)
+
+
+def _fuse(ir: ProgramIR, what: str) -> ProgramIR:
+    if what == "attention":
+        fused = fuse.fuse_attention(ir)
+        if fused is None:
+            raise CoderError("no matmul -> softmax -> matmul chain to fuse")
+        return fused
+    if what not in ("epilogue", "prologue"):
+        raise CoderError(f"`fuse {what}`: the template coder fuses epilogue, prologue or attention")
+    options = fuse.fusions(ir, what)
+    if not options:
+        raise CoderError(f"no {what} to fuse")
+    return options[0]
