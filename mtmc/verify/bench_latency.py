@@ -27,7 +27,7 @@ TASK = '''
 import torch
 import torch.nn as nn
 
-n = 1 << 24
+n = NUMEL
 
 
 class Model(nn.Module):
@@ -68,6 +68,10 @@ class ModelNew(nn.Module):
 '''
 
 
+def small_task(numel: int) -> Task:
+    return Task(name="bench_pointwise", source=TASK.replace("NUMEL", str(numel)))
+
+
 def candidate(variant: int) -> Program:
     return Program(CANDIDATE.replace("VARIANT", f"{variant}.0"))
 
@@ -83,9 +87,10 @@ def main() -> None:
     parser.add_argument("--candidates", type=int, default=10)
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--gpus", type=int, nargs="*", default=[0])
+    parser.add_argument("--numel", type=int, default=1 << 20, help="elements per input (a small task)")
     args = parser.parse_args()
 
-    task = Task(name="bench_pointwise", source=TASK)
+    task = small_task(args.numel)
     started = time.monotonic()
     with LocalVerifier(gpus=args.gpus, strict=True) as verifier:
         pool_s = time.monotonic() - started
@@ -98,13 +103,16 @@ def main() -> None:
             start = time.monotonic()
             verdicts.append(verifier.verify(task, candidate(i)))
             latencies.append(time.monotonic() - start)
+            print(f"candidate {i}: {latencies[-1]:.3f} s {verdicts[-1].status} {verdicts[-1].phases_s}", flush=True)
         repeat_ms = [verifier.verify(task, candidate(0)).candidate_ms for _ in range(args.repeats)]
     statuses = sorted({str(v.status) for v in [warm, *verdicts]})
     results = {
         "device": warm.device,
         "pool_start_s": pool_s,
         "first_verify_s": first_s,
+        "numel": args.numel,
         "latency_s": latencies,
+        "phases_s": [v.phases_s for v in verdicts],
         "latency_median_s": statistics.median(latencies),
         "latency_p90_s": percentile(latencies, 0.9),
         "statuses": statuses,

@@ -16,13 +16,15 @@ escape, and the fork server reports them as harness errors.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import sys
 import threading
+import time
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 
@@ -52,28 +54,59 @@ def probe(device: str) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------------
 def reference(task_name: str, task_source: str, cases: list[dict[str, Any]], device: str,
               inputs_path: str, timing_sets: bool) -> dict[str, Any]:
-    """Expected outputs of every case; inputs (and timing inputs) are written to `inputs_path`."""
+    """Expected outputs of every case; the cases' seeds and input fingerprints go to `inputs_path`."""
     _precise_reference()
     task = Task(name=task_name, source=task_source)
-    saved_cases, expected = [], []
+    saved_cases, expected, all_inputs = [], [], []
     for case in cases:
         model = _reference_model(task, case, device)
-        inputs = _cpu(task.make_inputs(case["input_seed"], case["sizes"]))
-        raw = _forward(model, _to(inputs, device))
+        inputs = case_inputs(task, case, device)
+        raw = _forward(model, inputs)
         outputs = _as_list(raw)
         expected.append({"kind": _kind(raw), "outputs": [o.detach().cpu() for o in outputs]})
-        saved_cases.append({**case, "init_inputs": task.init_inputs(case["sizes"]), "inputs": inputs,
+        all_inputs.append(inputs)
+        saved_cases.append({**case, "init_inputs": task.init_inputs(case["sizes"]),
+                            "fingerprint": fingerprint(inputs),
                             "out_meta": [[list(o.shape), str(o.dtype)] for o in outputs]})
     timing = None
     timing_expected = None
     if timing_sets:  # the first case's model on every primary-size case's inputs (see timing.py)
         primary = [i for i, c in enumerate(cases) if c["sizes"] == cases[0]["sizes"]]
         model = _reference_model(task, cases[0], device)
-        sets = [saved_cases[i]["inputs"] for i in primary]
-        timing_expected = [[o.detach().cpu() for o in _as_list(_forward(model, _to(s, device)))] for s in sets]
+        timing_expected = [[o.detach().cpu() for o in _as_list(_forward(model, all_inputs[i]))] for i in primary]
         timing = {"case": 0, "sets": primary}
-    torch.save({"cases": saved_cases, "timing": timing}, inputs_path)
+    # Only seeds and fingerprints are saved: every child regenerates the inputs on its device
+    # (GPU-sized inputs are GBs; writing and reading them back cost more than the verdict itself).
+    torch.save({"task_name": task_name, "task_source": task_source, "cases": saved_cases, "timing": timing},
+               inputs_path)
     return {"expected": expected, "timing_expected": timing_expected}
+
+
+def case_inputs(task: Task, case: dict[str, Any], device: str) -> list[Any]:
+    """The case's inputs from its seed, made on `device` (GPU random numbers are fast to draw)."""
+    with torch.device(device):
+        return _to(task.make_inputs(case["input_seed"], case["sizes"]), device)
+
+
+def fingerprint(inputs: list[Any]) -> list[Any]:
+    """Shape, dtype and float64 sum of each tensor: regenerated inputs must match the reference's."""
+    return [[list(t.shape), str(t.dtype), float(t.sum(dtype=torch.float64))] if isinstance(t, torch.Tensor)
+            else repr(t) for t in inputs]
+
+
+def load_inputs(inputs_path: str, device: str, timing_only: bool = False) -> dict[str, Any]:
+    """The saved cases with their inputs regenerated (all, or the timing sets'), checked against the
+    reference's fingerprints. Runs before any candidate code is imported, so the inputs are pristine."""
+    data = torch.load(inputs_path, weights_only=True)
+    task = Task(name=data["task_name"], source=data["task_source"])
+    for index, case in enumerate(data["cases"]):
+        if timing_only and index not in data["timing"]["sets"]:
+            continue
+        case["inputs"] = case_inputs(task, case, device)
+        if fingerprint(case["inputs"]) != case["fingerprint"]:
+            raise RuntimeError(f"{task.name}: inputs for seed {case['input_seed']} differ from the reference's "
+                               "(get_inputs is not deterministic for a seed); cannot verify")
+    return data
 
 
 def _precise_reference() -> None:
@@ -97,12 +130,15 @@ def candidate(source: str, digest: str, inputs_path: str, device: str, library_o
     counter = proof.LaunchCounter(str(path)).install()
     watched = proof.snapshot_identities()  # includes our own wrappers: restoring Triton's is tampering
     threads_before = threading.active_count()
+    clock = _PhaseClock()
+    data = load_inputs(inputs_path, device)  # before the candidate's code runs
+    clock.lap("inputs")
     try:
         module = _import_candidate(path, digest)
     except BaseException as err:  # the candidate's import failed: a compile error
         return {"error": "compile_error", "message": _candidate_traceback(err, path)}
-    data = torch.load(inputs_path, weights_only=True)
-    result: dict[str, Any] = {"cases": [], "launches": {}}
+    result: dict[str, Any] = {"cases": [], "launches": {}, "phases_s": clock.phases}
+    clock.lap("import")
     census_allowed = allowed_aten(library_ops)
     for index, case in enumerate(data["cases"]):
         try:
@@ -110,10 +146,11 @@ def candidate(source: str, digest: str, inputs_path: str, device: str, library_o
         except BaseException as err:
             return {**result, "error": _error_kind(err), "case": index,
                     "message": _candidate_traceback(err, path)}
+    clock.lap("cases")  # the first case pays CUDA's start and the Triton compiles
     result["launches"] = dict(counter.kernels)
     if device == "cuda" and (profile_share or time_it):
         try:
-            _gpu_measurements(result, module, data, counter, time_it, timing, profile_share)
+            _gpu_measurements(result, module, data, counter, time_it, timing, profile_share, clock)
         except BaseException as err:
             return {**result, "error": _error_kind(err), "message": _candidate_traceback(err, path)}
     result["tampered"] = proof.changed_identities(watched)
@@ -135,6 +172,12 @@ def _import_candidate(path: Path, digest: str) -> Any:
 def _run_case(module: Any, case: dict[str, Any], device: str, counter: proof.LaunchCounter,
               allowed: frozenset[str]) -> dict[str, Any]:
     """Build ModelNew like the reference was built, run it twice, report what happened."""
+    with _sized(module, case["sizes"]):
+        return _run_sized_case(module, case, device, counter, allowed)
+
+
+def _run_sized_case(module: Any, case: dict[str, Any], device: str, counter: proof.LaunchCounter,
+                    allowed: frozenset[str]) -> dict[str, Any]:
     torch.manual_seed(case["model_seed"])
     model = module.ModelNew(*case["init_inputs"]).to(device)
     pristine = _to(case["inputs"], device)
@@ -158,6 +201,20 @@ def _run_case(module: Any, case: dict[str, Any], device: str, counter: proof.Lau
                                 if isinstance(a, torch.Tensor) and not _same(a, b)]
     report["deterministic"], report["second_outputs"] = _compare_runs(first["raw"], second["raw"])
     return report
+
+
+@contextlib.contextmanager
+def _sized(module: Any, sizes: dict[str, Any]) -> Iterator[None]:
+    """The case's sizes override the candidate's module constants of the same names, as they
+    override the task's for the reference (a CPU case may change `dtype`)."""
+    saved = {key: getattr(module, key) for key in sizes if hasattr(module, key)}
+    for key in saved:
+        setattr(module, key, sizes[key])
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            setattr(module, key, value)
 
 
 def _describe_outputs(raw: Any) -> dict[str, Any]:
@@ -199,8 +256,21 @@ def _poison(out_meta: list[list[Any]], device: str) -> None:
     del blocks
 
 
+class _PhaseClock:
+    """Wall seconds per phase of a child's job, reported with its result (where verify time goes)."""
+
+    def __init__(self) -> None:
+        self.phases: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.phases[name] = round(now - self._last, 4)
+        self._last = now
+
+
 def _gpu_measurements(result: dict[str, Any], module: Any, data: dict[str, Any], counter: proof.LaunchCounter,
-                      time_it: bool, timing: dict[str, Any], profile_share: bool) -> None:
+                      time_it: bool, timing: dict[str, Any], profile_share: bool, clock: _PhaseClock) -> None:
     case = data["cases"][data["timing"]["case"]]
     torch.manual_seed(case["model_seed"])
     model = module.ModelNew(*case["init_inputs"]).to("cuda")
@@ -212,13 +282,19 @@ def _gpu_measurements(result: dict[str, Any], module: Any, data: dict[str, Any],
 
     if profile_share:
         result["share"] = proof.triton_share(lambda: call(sets[0]), set(counter.kernels))
+        clock.lap("profile")
     if time_it:
         own = [[o.clone() for o in call(s)] for s in sets]  # untimed outputs, judged by the main process
         torch.cuda.synchronize()
         result["timing_outputs"] = [[o.cpu() for o in outs] for outs in own]
         exact = all(c["deterministic"] for c in result["cases"])
+        here = torch.cuda.current_stream().cuda_stream
+        side_before = bool(counter.streams - {here})
         result["timing"] = time_calls({"candidate": call}, sets, {"candidate": own}, exact,
-                                      TimingOptions(**timing))
+                                      TimingOptions(**timing, hide_host_overhead=not side_before))
+        result["timing"]["side_streams"] = sorted(counter.streams - {here})
+        result["timing"]["side_streams_late"] = not side_before and bool(counter.streams - {here})
+        clock.lap("timing")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -230,10 +306,10 @@ def baseline(task_name: str, task_source: str, inputs_path: str, timing: dict[st
     _precise_reference()
     os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")  # no compile pools in a child
     task = Task(name=task_name, source=task_source)
-    data = torch.load(inputs_path, weights_only=True)
+    data = load_inputs(inputs_path, "cuda", timing_only=True)
     case = data["cases"][data["timing"]["case"]]
     model = _reference_model(task, case, "cuda")
-    sets = [_to(data["cases"][i]["inputs"], "cuda") for i in data["timing"]["sets"]]
+    sets = [data["cases"][i]["inputs"] for i in data["timing"]["sets"]]
 
     def runner(module: Any):
         def call(inputs: list[Any]) -> list[torch.Tensor]:
@@ -269,10 +345,6 @@ def _kind(raw: Any) -> str:
 
 def _as_list(raw: Any) -> list[Any]:
     return list(raw) if isinstance(raw, tuple | list) else [raw]
-
-
-def _cpu(values: list[Any]) -> list[Any]:
-    return [v.detach().cpu() if isinstance(v, torch.Tensor) else v for v in values]
 
 
 def _to(values: list[Any], device: str) -> list[Any]:

@@ -189,6 +189,10 @@ def serve(fd: int, backend: str) -> None:
     import triton.language  # noqa: F401
 
     import mtmc.verify.child  # noqa: F401
+    from mtmc.verify.interpreter import autotune_on_the_cpu
+
+    if backend == "interpreter":
+        autotune_on_the_cpu()
     conn.send({"ready": os.getpid()})
     while True:
         try:

@@ -60,12 +60,17 @@ def changed_identities(before: dict[str, int]) -> list[str]:
     return [name for name in WATCHED if now[name] != before[name]]
 
 
+def _current_stream() -> int:
+    return torch.cuda.current_stream().cuda_stream if torch.cuda.is_initialized() else 0
+
+
 class LaunchCounter:
     """Counts launches of Triton kernels defined in `source_file`, by kernel name."""
 
     def __init__(self, source_file: str) -> None:
         self.source_file = source_file
         self.kernels: Counter[str] = Counter()
+        self.streams: set[int] = set()  # CUDA streams the kernels were launched on (0: none / CPU)
         self.depth = 0  # > 0 while inside Triton's launch machinery (its torch ops are not ours)
 
     @property
@@ -95,6 +100,7 @@ class LaunchCounter:
         def run(fn_self, *args, **kwargs):
             if not kwargs.get("warmup", False) and _defined_in(fn_self, counter.source_file):
                 counter.kernels[fn_self.fn.__name__] += 1
+                counter.streams.add(_current_stream())
             counter.depth += 1
             try:
                 return original(fn_self, *args, **kwargs)

@@ -21,6 +21,8 @@ def format_verdict_table(verdict: Verdict) -> str:
         ("Triton launches", verdict.triton_launches, ""),
         ("verify wall time", verdict.wall_s, " s"),
     ) if value is not None]
+    if verdict.phases_s:
+        rows.append(("phases", ", ".join(f"{k} {v:.2f} s" for k, v in verdict.phases_s.items())))
     rows += [("flag", flag) for flag in verdict.flags]
     width = max(len(name) for name, _ in rows)
     lines = [f"{name.ljust(width)}  {value}" for name, value in rows]

@@ -4,9 +4,19 @@ One timed call, in order:
     copy input set k into the working buffers   (fresh contents every call: S11 pointer caches miss)
     zero a buffer of 2x the L2 size            (cold cache, outside the timed region)
     torch.cuda.synchronize()
-    start.record(); outputs = call(buffers)
-    torch.cuda.synchronize()                   (device-wide: work on other streams counts, T1)
-    end.record()
+    torch.cuda._sleep(n)                       (keeps the GPU busy while the host enqueues the call)
+    start.record(); outputs = call(buffers); end.record()
+    torch.cuda.synchronize(); synced.record()  (device-wide: work on other streams counts, T1)
+    torch.cuda.synchronize(); idle.record()    (the same host round trip with nothing to wait for)
+start->synced holds the call's device-wide time plus one host round trip (the sync returning, the
+record being enqueued); synced->idle measures that round trip alone. The call's time is start->end,
+unless start->synced minus the round trip exceeds it by more than SIDE_WORK_SLACK_MS: then work ran
+outside the current stream (T1) and the device-wide time counts. (A first version compared against a
+fixed 0.1 ms slack and let a 5 us side-stream softmax through on an H100.) The sleep is sized from
+the host time the call took to enqueue during warm-up, so Python launch overhead (the candidate's,
+the baselines', the harness's launch hooks) does not leak into GPU time as idle gaps; without it a
+0.1 ms kernel measured 0.06-0.19 ms from one process to the next on an H100.
+
 Then, outside the timed region: the output must equal the candidate's own untimed output for set
 k (a stale or skipped result is caught, S11/S12/T5) and must not reuse the storage of an output
 still alive (result replay). Repetitions stop when the relative standard error of the times drops
@@ -18,6 +28,7 @@ timed interleaved, rep by rep, so clock and thermal drift hit them alike.
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 import threading
@@ -28,15 +39,20 @@ from typing import Any, Callable
 import torch
 
 Call = Callable[[list[torch.Tensor]], list[torch.Tensor]]
+SIDE_WORK_SLACK_MS = 0.002  # noise between two host round trips; work hidden below it is negligible
+MAX_SLEEP_MS = 20.0
 
 
 @dataclass
 class TimingOptions:
-    warmup_ms: float = 25.0
+    warmup_ms: float = 100.0  # long enough for the GPU's clocks to ramp up from idle
     min_reps: int = 10
     max_reps: int = 200
     target_rse: float = 0.01
     budget_s: float = 2.0
+    # Sleep before each call so host launch overhead is not timed. Off for a call that launches on
+    # other streams: their work would run during the sleep, before `start` (seen on an H100).
+    hide_host_overhead: bool = True
 
 
 @dataclass
@@ -50,6 +66,7 @@ class Timing:
     times_ms: list[float] = field(default_factory=list)
     mismatches: int = 0  # timed outputs that differ from the untimed output for the same inputs
     reused_storage: int = 0  # timed outputs that alias a previous output still alive
+    side_work: int = 0  # timed calls whose work outlived their stream (counted device-wide)
 
 
 def l2_flush_buffer(device: torch.device) -> torch.Tensor:
@@ -77,8 +94,10 @@ def time_calls(calls: dict[str, Call], input_sets: list[list[torch.Tensor]],
         for buf, src in zip(buffers, input_sets[k]):
             buf.copy_(src)
 
-    _warm_up(calls, load, buffers, len(input_sets), options.warmup_ms)
-    events: dict[str, list[tuple[torch.cuda.Event, torch.cuda.Event]]] = {name: [] for name in calls}
+    host_ms = _warm_up(calls, load, buffers, len(input_sets), options.warmup_ms)
+    sleep_cycles = {name: int(_sleep_cycles_per_ms() * min(2 * ms + 0.05, MAX_SLEEP_MS))
+                    if options.hide_host_overhead else 0 for name, ms in host_ms.items()}
+    events: dict[str, list[tuple[torch.cuda.Event, ...]]] = {name: [] for name in calls}
     results = {name: Timing() for name in calls}
     alive: dict[str, dict[int, list[torch.Tensor]]] = {name: {} for name in calls}
     torch.cuda.synchronize()
@@ -89,40 +108,81 @@ def time_calls(calls: dict[str, Call], input_sets: list[list[torch.Tensor]],
             load(k)
             flush.zero_()
             torch.cuda.synchronize()
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start, end, synced, idle = (torch.cuda.Event(enable_timing=True) for _ in range(4))
+            if sleep_cycles[name]:
+                torch.cuda._sleep(sleep_cycles[name])
             start.record()
             outputs = call(buffers)
-            torch.cuda.synchronize()
             end.record()
-            events[name].append((start, end))
+            torch.cuda.synchronize()
+            synced.record()
+            torch.cuda.synchronize()
+            idle.record()
+            events[name].append((start, end, synced, idle))
             _check_output(results[name], outputs, expected.get(name), alive[name], k, exact)
         if rep + 1 >= options.min_reps and (rep + 1) % 5 == 0 and _settled(events, wall_start, options):
             break
     torch.cuda.synchronize()
     wall_ms = 1e3 * (time.perf_counter() - wall_start)
     events_ms = 0.0
-    for name, pairs in events.items():
-        times = [start.elapsed_time(end) for start, end in pairs]
+    for name, triples in events.items():
+        times = _times(triples)
         events_ms += sum(times)
         _summarize(results[name], times)
+        results[name].side_work = sum(_side_work(events) for events in triples)
     return {"timings": {name: t.__dict__ for name, t in results.items()}, "events_ms": events_ms,
-            "wall_ms": wall_ms, "threads_started": threading.active_count() - threads_before}
+            "wall_ms": wall_ms, "threads_started": threading.active_count() - threads_before,
+            "sleep_cycles": sleep_cycles}
+
+
+def _times(triples: list[tuple[torch.cuda.Event, ...]]) -> list[float]:
+    """Each call's time: on its stream, or device-wide when work outlived the stream (T1)."""
+    return [_device_wide(events) if _side_work(events) else events[0].elapsed_time(events[1])
+            for events in triples]
+
+
+def _device_wide(events: tuple[torch.cuda.Event, ...]) -> float:
+    start, _, synced, idle = events
+    return start.elapsed_time(synced) - synced.elapsed_time(idle)
+
+
+def _side_work(events: tuple[torch.cuda.Event, ...]) -> bool:
+    on_stream = events[0].elapsed_time(events[1])
+    return _device_wide(events) > on_stream * 1.02 + SIDE_WORK_SLACK_MS
+
+
+@functools.cache
+def _sleep_cycles_per_ms() -> float:
+    """GPU clock cycles of `torch.cuda._sleep` per millisecond, measured (clocks vary by GPU)."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda._sleep(1_000_000)  # wake the clocks first
+    start.record()
+    torch.cuda._sleep(1_000_000)
+    end.record()
+    torch.cuda.synchronize()
+    return 1_000_000 / max(start.elapsed_time(end), 1e-3)
 
 
 def _warm_up(calls: dict[str, Call], load: Callable[[int], None], buffers: list[torch.Tensor],
-             n_sets: int, warmup_ms: float) -> None:
-    """First calls trigger JIT compilation and autotuning; then run until `warmup_ms` has passed."""
+             n_sets: int, warmup_ms: float) -> dict[str, float]:
+    """First calls trigger JIT compilation and autotuning; then run until `warmup_ms` has passed.
+    Returns each call's longest host time to enqueue its work (ms), seen after the first calls."""
     for k in range(n_sets):
         for call in calls.values():
             load(k)
             call(buffers)
     torch.cuda.synchronize()
+    host_ms = {name: 0.0 for name in calls}
     start = time.perf_counter()
     while 1e3 * (time.perf_counter() - start) < warmup_ms:
-        for call in calls.values():
+        for name, call in calls.items():
             load(0)
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
             call(buffers)
+            host_ms[name] = max(host_ms[name], 1e3 * (time.perf_counter() - t0))
         torch.cuda.synchronize()
+    return host_ms
 
 
 def _check_output(timing: Timing, outputs: list[torch.Tensor], expected: list[list[torch.Tensor]] | None,
@@ -153,9 +213,8 @@ def _settled(events: dict[str, list], wall_start: float, options: TimingOptions)
     if time.perf_counter() - wall_start > options.budget_s:
         return True
     torch.cuda.synchronize()
-    for pairs in events.values():
-        times = [start.elapsed_time(end) for start, end in pairs]
-        if _rse(times) > options.target_rse:
+    for triples in events.values():
+        if _rse(_times(triples)) > options.target_rse:
             return False
     return True
 

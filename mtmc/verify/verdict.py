@@ -36,6 +36,9 @@ class Verdict:
     device: str = "unknown"
     verifier_version: str = ""
     wall_s: float | None = None
+    # where the wall time went: reference (0 when cached), worker (the candidate's child, all of
+    # it), its phases (load, cases, profile, timing) and baselines (0 when cached)
+    phases_s: dict[str, float] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:

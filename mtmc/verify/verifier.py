@@ -39,7 +39,7 @@ from mtmc.verify.pool import WorkerPool
 from mtmc.verify.static import StaticReport, check_source
 from mtmc.verify.verdict import Status, Verdict
 
-VERIFIER_VERSION = "1.0"  # bump whenever a change can flip a verdict: cached verdicts expire
+VERIFIER_VERSION = "1.2"  # bump whenever a change can flip a verdict: cached verdicts expire
 INTERPRETER_DEVICE = "cpu (triton interpreter)"
 REFERENCES_KEPT = 8  # tasks whose reference inputs/outputs stay in memory
 
@@ -116,19 +116,27 @@ class Engine:
             return Verdict(Status.COMPILE_ERROR, _violations(report))
         if self.settings.static_checks and not report.ok:
             return Verdict(Status.REJECTED, "static checks failed:\n" + _violations(report))
+        started = time.monotonic()
         reference = self._reference(task)
+        phases = {"reference": round(time.monotonic() - started, 4)}
         outcome, result = self.pool.run("candidate", self._candidate_args(task, program, reference),
                                         self.settings.timeout_s)
+        phases["worker"] = round(outcome.wall_s, 4)
+        phases.update({f"worker.{k}": v for k, v in ((result or {}).get("phases_s") or {}).items()})
         failed = self._outcome_verdict(outcome, "candidate")
         if failed is not None:
+            failed.phases_s = phases
             return failed
         if result.get("error"):
             where = f"{_label(reference.cases[result['case']])}: " if "case" in result else ""
             return Verdict(Status(result["error"]), where + result["message"],
-                           triton_launches=sum(result.get("launches", {}).values()) or None)
+                           triton_launches=sum(result.get("launches", {}).values()) or None, phases_s=phases)
         verdict = self._judge_run(task, report, reference, result)
+        verdict.phases_s = phases
         if verdict.ok and self.device_type == "cuda":
+            started = time.monotonic()
             self._judge_gpu(task, reference, result, verdict)
+            phases["judge_gpu"] = round(time.monotonic() - started, 4)  # includes baselines on first use
         return verdict
 
     def _judge_run(self, task: Task, report: StaticReport, reference: Reference,
@@ -211,6 +219,9 @@ class Engine:
             _reject(verdict, problems)
             return
         verdict.candidate_ms = mine["median_ms"]
+        if timing.get("side_streams"):
+            verdict.flags.append(f"side_streams: kernels ran on {len(timing['side_streams'])} other CUDA "
+                                 "stream(s); timed device-wide, host launch overhead included")
         baseline = self._baseline(task, reference) if self.settings.baselines else {}
         verdict.eager_ms, verdict.compiled_ms = baseline.get("eager_ms"), baseline.get("compiled_ms")
         verdict.flags += baseline.get("flags", [])
@@ -354,7 +365,7 @@ class LocalVerifier:
                  memory_limit_gb: float | None = None, triton_share_min: float = 0.5,
                  floor_margin: float = 0.9, excess_speedup: float = 10.0,
                  peak_bandwidth: float | None = None, peak_flops_fp32: float | None = None,
-                 peak_flops_fp16: float | None = None, warmup_ms: float = 25.0, min_reps: int = 10,
+                 peak_flops_fp16: float | None = None, warmup_ms: float = 100.0, min_reps: int = 10,
                  max_reps: int = 200, target_rse: float = 0.01, time_budget_s: float = 2.0,
                  baselines: bool = True, compile_baseline: bool = True, baseline_timeout_s: float = 900.0,
                  seed: int | None = None, strict: bool = False) -> None:
@@ -429,6 +440,9 @@ def _timing_problems(mine: dict[str, Any], timing: dict[str, Any]) -> str:
     if mine["reused_storage"]:
         return (f"{mine['reused_storage']} timed calls returned the storage of an earlier output that is "
                 "still alive: result replay (S11)")
+    if timing.get("side_streams_late"):
+        return ("Triton kernels went to another CUDA stream only while being timed: work outside the "
+                "measured region (T1)")
     if timing["threads_started"] > 0:
         return "threads started during timing: work outside the measured call (T2)"
     if timing["events_ms"] > timing["wall_ms"] + 0.05:

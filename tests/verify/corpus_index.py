@@ -48,9 +48,9 @@ class CorpusEntry:
         return Program(self.path.read_text())
 
     def expected(self, gpu: bool) -> tuple[str, str]:
-        if gpu and self.expect_gpu:
-            return self.expect_gpu, self.message_gpu or self.message
-        return self.expect, self.message
+        if not gpu:
+            return self.expect, self.message
+        return self.expect_gpu or self.expect, self.message_gpu or self.message
 
 
 def read_header(path: Path) -> dict[str, str]:

@@ -73,3 +73,17 @@ def test_side_stream_work_is_inside_the_timed_region():
     s = sets(size=1024)
     result = time_calls({"idle": idle, "sneaky": sneaky}, s, {}, True, TimingOptions(max_reps=10, warmup_ms=1))
     assert result["timings"]["sneaky"]["median_ms"] > 5 * result["timings"]["idle"]["median_ms"] + 1.0
+    assert result["timings"]["sneaky"]["side_work"] == result["timings"]["sneaky"]["reps"]
+    assert result["timings"]["idle"]["side_work"] < result["timings"]["idle"]["reps"] / 2  # round-trip noise
+
+
+def test_host_launch_overhead_is_not_gpu_time():
+    import time
+
+    def slow_host(inputs):  # 1 ms of Python before a microsecond kernel
+        time.sleep(0.001)
+        return [inputs[0] + 1]
+
+    s = sets(size=1024)
+    result = time_calls({"c": slow_host}, s, {}, True, TimingOptions(max_reps=20))
+    assert result["timings"]["c"]["median_ms"] < 0.3

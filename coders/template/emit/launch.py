@@ -48,15 +48,13 @@ def configs_name(kernel_name: str) -> str:
 
 
 def emit_configs(w: Writer, kernel_name: str, configs: list[dict[str, Any]]) -> None:
-    """The autotune candidates; the interpreter cannot time them, so it keeps the first."""
+    """The autotune candidates (the verifier's interpreter workers run each once to check it)."""
     w(f"{configs_name(kernel_name)} = [")
     for cfg in configs:
         meta = {k: v for k, v in cfg.items() if k not in ("num_warps", "num_stages")}
         extra = "".join(f", {k}={cfg[k]}" for k in ("num_warps", "num_stages") if k in cfg)
         w(f"    triton.Config({meta!r}{extra}),")
     w("]")
-    w("if triton.knobs.runtime.interpret:  # the CPU interpreter cannot benchmark: keep the first")
-    w(f"    {configs_name(kernel_name)} = {configs_name(kernel_name)}[:1]")
     w()
 
 
