@@ -297,7 +297,12 @@ class _Normalizer:
             src = self.meta(args[0])
             if src is None or not src.attrs.get("constant"):
                 raise unsupported(f"{canonical} of a data tensor")
-        ref = self.py(n.name, _render_call(n, args, kwargs), result, args=list(args) + list(kwargs.values()))
+            # computed by a small Triton kernel: torch.triu in forward would be PyTorch compute
+            diagonal = (args[1:] or [kwargs.get("diagonal", 0)])[0]
+            expr = f"_triangle({render(args[0])}, {render(diagonal)}, upper={canonical == 'triu'})"
+        else:
+            expr = _render_call(n, args, kwargs)
+        ref = self.py(n.name, expr, result, args=list(args) + list(kwargs.values()))
         node = self.meta(ref)
         node.attrs["constant"] = True
         if canonical == "triu" and self.meta(args[0]).attrs.get("ones") and \

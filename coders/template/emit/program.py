@@ -48,6 +48,8 @@ def generate(task: Task, ir: ProgramIR) -> str:
     w()
     if any(k.config.get("persistent") for k in ir.kernels()):
         _emit_num_programs(w)
+    if any(isinstance(s, PyStep) and "_triangle(" in s.expr for s in ir.steps):
+        _emit_triangle(w)
     for kernel in ir.kernels():
         emitter = _EMITTERS[kernel.kind]
         w()
@@ -91,6 +93,32 @@ def _emit_num_programs(w: Writer) -> None:
     w()
 
 
+def _emit_triangle(w: Writer) -> None:
+    """torch.triu / torch.tril of a constant tensor (an attention mask), over its last two dims."""
+    w()
+    w("@triton.jit")
+    w("def _triangle_kernel(src_ptr, out_ptr, n, rows, cols, diagonal, UPPER: tl.constexpr,")
+    w("                     BLOCK: tl.constexpr):")
+    w("    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)")
+    w("    mask = offs < n")
+    w("    row = (offs // cols) % rows")
+    w("    col = offs % cols")
+    w("    keep = (col - row >= diagonal) if UPPER else (col - row <= diagonal)")
+    w("    x = tl.load(src_ptr + offs, mask=mask)")
+    w("    tl.store(out_ptr + offs, tl.where(keep, x, tl.zeros_like(x)), mask=mask)")
+    w()
+    w()
+    w("def _triangle(src, diagonal, upper):")
+    w("    src = src.contiguous()")
+    w("    out = torch.empty_like(src)")
+    w("    n = src.numel()")
+    w("    BLOCK = 1024")
+    w("    _triangle_kernel[(triton.cdiv(n, BLOCK),)](src, out, n, src.shape[-2], src.shape[-1], diagonal,")
+    w("                                               UPPER=upper, BLOCK=BLOCK)")
+    w("    return out")
+    w()
+
+
 def _tidy(text: str) -> str:
     text = re.sub(r"\n{4,}", "\n\n\n", text)
     return text.rstrip() + "\n"
@@ -116,7 +144,8 @@ def constructor(task: Task) -> tuple[str, str]:
     constants = _module_constants(tree, task.source)
     prelude: list[str] = []
     done: set[str] = set()
-    todo = _free_names(init) if init is not None else set()
+    # `Model` itself is rewritten (super(Model, self) -> super(ModelNew, self)), never copied.
+    todo = _free_names(init) - {"Model"} if init is not None else set()
     while todo:
         name = todo.pop()
         if name in done or name in _KNOWN:
