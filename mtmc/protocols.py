@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from mtmc.program import Program
 from mtmc.strategies import Strategy
@@ -12,7 +12,14 @@ from mtmc.verify.verdict import Verdict
 
 
 class CoderError(RuntimeError):
-    """The coder could not produce a program (unsupported op, no code in an LLM reply, ...)."""
+    """The coder could not produce a program (unsupported op, no code in an LLM reply, ...).
+
+    `usage` is what the failed attempt cost (an LLM's tokens and latency), so the trajectory
+    counts it like any other attempt's."""
+
+    def __init__(self, message: str = "", usage: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.usage = usage
 
 
 @dataclass

@@ -74,10 +74,10 @@ def code(state: OptimizeState, runtime: Runtime[Context]) -> dict[str, Any]:
     try:
         candidate = ctx.coder.apply(ctx.task, _program(state.get("program")),
                                     Strategy.parse(state["strategy"]), _verdict(state.get("feedback")))
-        update = {"candidate": candidate.to_dict(), "candidate_verdict": None}
+        update = {"candidate": candidate.to_dict(), "candidate_verdict": None, "coder_usage": None}
     except CoderError as err:
         failed = Verdict(Status.COMPILE_ERROR, message=f"coder error: {err}")
-        update = {"candidate": None, "candidate_verdict": failed.to_dict()}
+        update = {"candidate": None, "candidate_verdict": failed.to_dict(), "coder_usage": err.usage}
     elapsed = ctx.clock() - start
     return {**update, "attempt_wall_s": elapsed, "elapsed_s": elapsed}
 
@@ -186,7 +186,7 @@ def _attempt_record(state: OptimizeState, verdict: Verdict, current: Verdict | N
         "speedup_vs_previous": speedup_over(verdict, current),
         "reward": reward,
         "wall_s": state["attempt_wall_s"],
-        "usage": (candidate or {}).get("metadata", {}).get("usage"),
+        "usage": candidate["metadata"].get("usage") if candidate else state.get("coder_usage"),
         "digest": Program.from_dict(candidate).digest if candidate else None,
         "diff": _diff(state.get("program"), candidate),
         "verdict": verdict.to_dict(),

@@ -46,6 +46,10 @@ class OptimizeState(TypedDict, total=False):
     candidate_verdict: dict[str, Any] | None
     """Verdict.to_dict() of `candidate` (a compile_error verdict on CoderError). Overwritten."""
 
+    coder_usage: dict[str, Any] | None
+    """What this attempt's coder call cost when it raised CoderError (`CoderError.usage`); a
+    returned program carries its own in `metadata["usage"]`. Overwritten."""
+
     attempt_wall_s: float
     """Seconds spent coding and verifying this attempt. Overwritten."""
 
