@@ -3,7 +3,8 @@
     mtmc tasks                                   list the built-in suite with summaries
     mtmc verify task=softmax_lastdim candidate=kernel.py
     mtmc optimize task=softmax_lastdim           plan -> code -> verify loop, run folder out
-    mtmc bench suite=builtin                     (issue #8)
+    mtmc bench suite=builtin:eval                optimize a suite: fast_p, speedups, roofline
+    mtmc bench compare=<run1>,<run2>             two benchmark folders side by side
     mtmc train                                   (planner training)
 
 Each job's config is `conf/<job>.yaml`; anything after the job name is a Hydra override.
@@ -31,10 +32,20 @@ def main(argv: list[str] | None = None) -> None:
     if job not in JOBS:
         print(f"mtmc: unknown job {job!r}\n{USAGE}", file=sys.stderr)
         raise SystemExit(2)
+    if job == "bench":
+        overrides = [_compare_as_list(o) for o in overrides]
     _register_resolvers()
     app = hydra.main(version_base="1.3", config_path=CONF_DIR, config_name=job)(_run_job)
     sys.argv = [f"mtmc {job}", *overrides]
     app()
+
+
+def _compare_as_list(override: str) -> str:
+    # `compare=a,b` is what people type; to Hydra an unbracketed comma list is a sweep, so it errors.
+    key, _, value = override.partition("=")
+    if key == "compare" and "," in value and value[0] not in "[\"'":
+        return f"compare=[{value}]"
+    return override
 
 
 def _register_resolvers() -> None:
@@ -55,6 +66,8 @@ def _run_job(cfg: DictConfig) -> object:
         from mtmc.jobs.verify import run
     elif job == "optimize":
         from mtmc.jobs.optimize import run
+    elif job == "bench":
+        from mtmc.jobs.bench import run
     else:
         from mtmc.jobs.pending import run
     return run(cfg)

@@ -1,0 +1,64 @@
+"""`mtmc bench`: optimize every task of a suite and report; or `compare=` two finished benchmarks."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf
+
+from mtmc.bench import compare_runs, load_calibrations, run_bench, select_tasks, visible_gpus, write_report
+from mtmc.bench.report import RESULTS_MD
+from mtmc.bench.run import FolderInUse
+from mtmc.tasks import TaskError, load_suite
+
+log = logging.getLogger(__name__)
+
+
+def run(cfg: DictConfig) -> dict[str, Any]:
+    out_dir = Path(HydraConfig.get().runtime.output_dir)
+    if cfg.compare:
+        return _compare(cfg, out_dir)
+    if not cfg.suite:
+        raise SystemExit("mtmc bench: give suite=<builtin|builtin:eval|folder> (or compare=<run1>,<run2>)")
+    try:
+        tasks = select_tasks(load_suite(cfg.suite), cfg.tasks, cfg.split)
+    except TaskError as err:
+        raise SystemExit(f"mtmc bench: {err}") from None
+    if not tasks:
+        raise SystemExit(f"mtmc bench: no task of suite={cfg.suite} matches tasks={cfg.tasks} "
+                         f"split={cfg.split}")
+    roles = {role: OmegaConf.to_container(cfg[role], resolve=True)
+             for role in ("planner", "coder", "verifier")}
+    optimize = {"max_steps": cfg.max_steps, "max_retries": cfg.max_retries, "time_limit_s": cfg.time_limit_s,
+                "reward": OmegaConf.to_container(cfg.reward, resolve=True)}
+    for role, target in roles.items():
+        log.info("%s <%s>", role, target["_target_"])
+    try:
+        calibrations = load_calibrations(cfg.calibration)
+    except FileNotFoundError as err:
+        raise SystemExit(f"mtmc bench: {err}") from None
+    try:
+        rows = run_bench(tasks, out_dir, roles=roles, optimize=optimize, gpus=visible_gpus(cfg.gpus),
+                         calibrations=calibrations, retry_errors=cfg.retry_errors)
+    except FolderInUse as err:
+        raise SystemExit(f"mtmc bench: {err}") from None
+    meta = {"suite": str(cfg.suite), **{role: target["_target_"] for role, target in roles.items()},
+            "budgets": {k: v for k, v in optimize.items() if k != "reward"}}
+    aggregates = write_report(out_dir, rows, meta, ps=list(cfg.fast_p))
+    print((out_dir / RESULTS_MD).read_text())
+    return aggregates
+
+
+def _compare(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
+    runs = cfg.compare.split(",") if isinstance(cfg.compare, str) else list(cfg.compare)
+    if len(runs) != 2:
+        raise SystemExit(f"mtmc bench: compare= takes two benchmark folders, got {runs}")
+    try:
+        result = compare_runs(runs[0], runs[1], out_dir=out_dir, ps=list(cfg.fast_p))
+    except FileNotFoundError as err:
+        raise SystemExit(f"mtmc bench: {err}") from None
+    print(result["markdown"])
+    return result

@@ -1,0 +1,54 @@
+"""`mtmc bench compare=A,B`: two scripted benchmark folders side by side, in process and by the CLI.
+
+Run: python -m pytest tests/bench/test_compare.py -v
+"""
+
+import json
+import subprocess
+import sys
+
+import pytest
+from rich.console import Console
+
+from mtmc.bench import compare_runs, run_bench, write_report
+from tests.bench.fakes import OPTIMIZE, scripted_roles, tiny_tasks
+
+
+def scripted_run(out, names, tile):
+    with open(out.parent / f"{out.name}.console.txt", "w") as f:
+        rows = run_bench(tiny_tasks(*names), out, roles=scripted_roles(tile=tile), optimize=OPTIMIZE,
+                         console=Console(file=f))
+    write_report(out, rows, {"suite": "fake", "planner": f"scripted ({tile})", "coder": "scripted",
+                             "verifier": "fake"})
+
+
+def test_compare_aggregates_over_the_common_tasks(tmp_path):
+    run_a, run_b, out = tmp_path / "a", tmp_path / "b", tmp_path / "cmp"
+    scripted_run(run_a, ["a", "b", "c"], tile="ok@0.5")  # A keeps the 0.5 ms tile step
+    scripted_run(run_b, ["a", "b", "d"], tile="incorrect")  # B's tile step fails: it stays at 1.0 ms
+    result = compare_runs(run_a, run_b, out_dir=out)
+
+    assert result["common"] == ["a", "b"] and result["only_a"] == ["c"] and result["only_b"] == ["d"]
+    agg_a, agg_b = result["aggregates"]["A"], result["aggregates"]["B"]
+    assert agg_a["tasks"] == agg_b["tasks"] == 2
+    # over eager, A: a 4.0x, b 1.6x; B: a 2.0x, b 0.8x
+    assert agg_a["fast_p"]["eager"]["1.0"] == 1.0 and agg_b["fast_p"]["eager"]["1.0"] == 0.5
+    markdown = (out / "compare.md").read_text()
+    assert "Aggregates over the 2 tasks both runs hold (only in A: c; only in B: d)." in markdown
+    assert "| fast_1.0 over eager | 100.0% | 50.0% |" in markdown
+    assert "| a | yes | yes | 4.00x | 2.00x |" in markdown
+    assert json.loads((out / "compare.json").read_text())["common"] == ["a", "b"]
+    assert (out / "compare.png").stat().st_size > 1000
+
+    # The CLI, with the `compare=<run1>,<run2>` spelling Hydra alone would reject as a sweep.
+    cli_out = tmp_path / "cli"
+    done = subprocess.run([sys.executable, "-m", "mtmc.cli", "bench", f"compare={run_a},{run_b}",
+                           f"out={cli_out}"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (cli_out / "compare.md").read_text() == markdown
+    assert "| fast_1.0 over eager | 100.0% | 50.0% |" in done.stdout
+
+
+def test_compare_of_a_folder_without_results_says_so(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no results.json"):
+        compare_runs(tmp_path, tmp_path)

@@ -1,0 +1,65 @@
+"""fast_p, geomean and the roofline floor on hand-made rows (the definitions, edge cases included).
+
+Run: python -m pytest tests/bench/test_metrics.py -v
+"""
+
+import math
+
+import pytest
+
+from mtmc.bench.metrics import aggregate, blank_row, fast_p, geomean, is_timed
+from mtmc.bench.roofline import floor_ms, load_calibrations, pick
+from mtmc.tasks import load_task, summarize
+from mtmc.verify.verifier import INTERPRETER_DEVICE
+from tests.bench.fakes import tiny_tasks
+
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+def row(name, correct, eager=None, compiled=None, device="gpu", status="ok"):
+    return blank_row(tiny_tasks(name)[0]) | {"correct": correct, "speedup_eager": eager,
+                                             "speedup_compiled": compiled, "device": device, "status": status}
+
+
+def test_fast_p_counts_correct_and_strictly_faster_over_all_tasks():
+    rows = [row("a", True, 2.0), row("b", True, 1.5), row("c", False, 9.0), row("d", True, None),
+            row("e", False, status="error", device=None)]
+    assert fast_p(rows, 1.0, "eager") == 2 / 5  # c is fast but wrong; d has no time; e errored
+    assert fast_p(rows, 1.5, "eager") == 1 / 5  # 1.5 is not > 1.5
+    assert fast_p(rows, 2.0, "eager") == 0.0
+    agg = aggregate(rows, ps=(1.0, 1.5))
+    assert agg["fast_p"]["eager"] == {"1.0": 0.4, "1.5": 0.2}
+    assert (agg["tasks"], agg["correct"], agg["errors"]) == (5, 3, 1)
+    assert agg["geomean_speedup_eager"] == pytest.approx(math.sqrt(3.0))  # correct and timed: a, b
+
+
+def test_untimed_runs_report_none_but_a_failed_gpu_run_reports_zero():
+    cpu = [row("a", True, device=INTERPRETER_DEVICE), row("b", False, device=INTERPRETER_DEVICE)]
+    assert not is_timed(cpu)
+    agg = aggregate(cpu)
+    assert agg["correct_rate"] == 0.5
+    assert set(agg["fast_p"]["eager"].values()) == {None} and agg["geomean_speedup_eager"] is None
+    gpu_all_failed = [row("a", False, device=H100), row("b", False, device=H100)]
+    assert set(aggregate(gpu_all_failed)["fast_p"]["compiled"].values()) == {0.0}
+
+
+def test_geomean_ignores_missing_values():
+    assert geomean([4.0, None, 1.0]) == pytest.approx(2.0)
+    assert geomean([None]) is None
+
+
+def test_auto_calibration_reproduces_the_floor_in_benchmarks_md():
+    calibration = pick(load_calibrations("auto"), H100)
+    assert calibration is not None and pick(load_calibrations("auto"), "some other GPU") is None
+    task = load_task("softmax_lastdim")
+    floor, bound = floor_ms(summarize(task), task, calibration)
+    assert bound == "memory" and floor == pytest.approx(1.423, abs=1e-3)  # BENCHMARKS.md softmax_lastdim
+    task = load_task("matmul_fp16")
+    floor, bound = floor_ms(summarize(task), task, calibration)
+    assert bound == "compute" and floor == pytest.approx(1.521, abs=1e-3)  # BENCHMARKS.md matmul_fp16
+
+
+def test_a_missing_calibration_file_is_an_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no such file"):
+        load_calibrations(str(tmp_path / "nope.json"))
+    assert load_calibrations(None) == []
