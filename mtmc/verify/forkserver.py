@@ -5,6 +5,9 @@
                                     └─ os.fork() per job ─► child: limits, scratch cwd, runs one
                                                             job function, writes result.pt, _exit
 
+The child for the next job is forked as soon as the last one ends (a "spare"): it initialises
+CUDA and then waits on a pipe for its job, so a verdict does not wait for CUDA's start.
+
 Why this shape: a cold Python with torch costs ~4 s; a fork of a process that already imported
 torch and triton costs ~0.5 s on a GPU (CUDA init in the child) and ~20 ms on the CPU, and every
 candidate still gets a process of its own, so a crash, hang, illegal memory access or monkey-patch
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import faulthandler
 import os
+import pickle
 import resource
 import signal
 import socket
@@ -194,26 +198,98 @@ def serve(fd: int, backend: str) -> None:
     if backend == "interpreter":
         autotune_on_the_cpu()
     conn.send({"ready": os.getpid()})
-    while True:
+    spare = _Spare.fork(conn, backend)
+    try:
+        while True:
+            try:
+                job = conn.recv()
+            except EOFError:
+                return
+            if job is None:
+                return
+            outcome = _run_in_child(job, conn, spare)
+            conn.send(outcome.__dict__)
+            spare = _Spare.fork(conn, backend)  # warms up while the main process judges
+    finally:
+        spare.discard()
+
+
+@dataclass
+class _Spare:
+    """A child forked ahead of its job: in its own process group, CUDA already initialised on a
+    GPU backend (~0.3-0.5 s that no verdict waits for), blocked until the job arrives on a pipe."""
+
+    pid: int
+    job_fd: int
+
+    @classmethod
+    def fork(cls, conn: Connection, backend: str) -> _Spare:
+        read_fd, write_fd = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            conn.close()  # the child must not be able to talk to the main process
+            os.close(write_fd)
+            os.setpgid(0, 0)  # own process group: the worker can kill everything the child starts
+            _die_with_parent()
+            if backend == "cuda":
+                _init_cuda()
+            job = _read_job(read_fd)
+            if job is None:  # discarded without a job
+                os._exit(0)
+            _child_main(job)  # never returns
+        os.close(read_fd)
+        return cls(pid, write_fd)
+
+    def send(self, job: dict[str, Any]) -> bool:
+        """Hand the job over; False if the spare died while waiting (its exit is reaped)."""
+        done, _ = os.waitpid(self.pid, os.WNOHANG)
+        if done:
+            os.close(self.job_fd)
+            return False
         try:
-            job = conn.recv()
-        except EOFError:
-            return
-        if job is None:
-            return
-        outcome = _run_in_child(job, conn)
-        conn.send(outcome.__dict__)
+            with os.fdopen(self.job_fd, "wb") as pipe:
+                pipe.write(pickle.dumps(job))
+            return True
+        except BrokenPipeError:
+            os.waitpid(self.pid, 0)
+            return False
+
+    def discard(self) -> None:
+        try:
+            os.close(self.job_fd)  # EOF: the spare exits
+        except OSError:
+            pass
+        _kill_group(self.pid)
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
 
 
-def _run_in_child(job: dict[str, Any], conn: Connection) -> Outcome:
+def _init_cuda() -> None:
+    try:
+        import torch
+
+        torch.cuda.init()
+    except Exception:  # a broken GPU shows up again, with its error, when the job uses it
+        pass
+
+
+def _read_job(fd: int) -> dict[str, Any] | None:
+    with os.fdopen(fd, "rb") as pipe:
+        data = pipe.read()
+    return pickle.loads(data) if data else None  # from the worker, our parent: trusted
+
+
+def _run_in_child(job: dict[str, Any], conn: Connection, spare: _Spare) -> Outcome:
     scratch = Path(job["scratch"])
     log_path = scratch / "child.log"
     result_path = scratch / "result.pt"
     start = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
-        conn.close()  # the child must not be able to talk to the main process
-        _child_main(job, scratch, log_path, result_path)  # never returns
+    if not spare.send(job):  # the spare died waiting (killed from outside): fork a cold one
+        spare = _Spare.fork(conn, "cpu")
+        spare.send(job)
+    pid = spare.pid
     conn.send({"child_pid": pid})
     status = _wait(pid, job["timeout_s"])
     _kill_group(pid)  # anything the child left behind in its process group
@@ -245,11 +321,12 @@ def _wait(pid: int, timeout_s: float) -> int | None:
         time.sleep(0.005)
 
 
-def _child_main(job: dict[str, Any], scratch: Path, log_path: Path, result_path: Path) -> None:
+def _child_main(job: dict[str, Any]) -> None:
     code = HARNESS_ERROR_EXIT
+    scratch = Path(job["scratch"])
+    log_path = scratch / "child.log"
+    result_path = scratch / "result.pt"
     try:
-        os.setpgid(0, 0)  # own process group: the worker can kill everything the child starts
-        _die_with_parent()
         log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         os.dup2(log_fd, 1)
         os.dup2(log_fd, 2)

@@ -2,7 +2,9 @@
 behaviour on hangs, crashes and its own death (the corpus covers each status end to end)."""
 
 import os
+import signal
 import textwrap
+import time
 
 from corpus_index import TASKS
 from mtmc.program import Program
@@ -90,3 +92,39 @@ def test_worker_is_reused_and_warm(verifier):
     verdict = verifier.verify(task, program)
     assert verdict.ok and verdict.wall_s < 10
     assert {w.pid for w in verifier.engine.pool.workers} == pids
+
+
+def children_of(pid: int) -> list[int]:
+    kids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = open(f"/proc/{entry}/stat").read()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                kids.append(int(entry))
+    return kids
+
+
+def wait_for_children(pid: int, n: int, timeout_s: float = 10.0) -> list[int]:
+    deadline = time.monotonic() + timeout_s
+    while len(kids := children_of(pid)) != n and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return kids
+
+
+def test_a_spare_child_waits_for_the_next_job_and_its_death_loses_nothing(verifier):
+    task = load_task(TASKS / "pointwise.py")
+    source = (TASKS.parent / "honest" / "pointwise.py").read_text()
+    assert verifier.verify(task, Program(source + "\n# spare 1\n")).ok
+    worker = verifier.engine.pool.workers[0]
+    spares = wait_for_children(worker.pid, 1)
+    assert len(spares) == 1  # forked once the last job's outcome was sent, waiting for the next
+    os.kill(spares[0], signal.SIGKILL)
+    while open(f"/proc/{spares[0]}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
+        time.sleep(0.01)  # dead, not yet reaped: the worker must notice before handing it a job
+    verdict = verifier.verify(task, Program(source + "\n# spare 2\n"))
+    assert verdict.ok, format_verdict_table(verdict)
+    assert worker.pid == verifier.engine.pool.workers[0].pid  # handled inside the worker
+    assert len(wait_for_children(worker.pid, 1)) == 1  # the dead spare reaped, a new one waiting
