@@ -131,7 +131,9 @@ class Engine:
             where = f"{_label(reference.cases[result['case']])}: " if "case" in result else ""
             return Verdict(Status(result["error"]), where + result["message"],
                            triton_launches=sum(result.get("launches", {}).values()) or None, phases_s=phases)
+        started = time.monotonic()
         verdict = self._judge_run(task, report, reference, result)
+        phases["judge"] = round(time.monotonic() - started, 4)  # comparisons with the reference
         verdict.phases_s = phases
         if verdict.ok and self.device_type == "cuda":
             started = time.monotonic()

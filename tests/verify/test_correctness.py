@@ -117,3 +117,11 @@ def test_runs_must_agree_unless_atomics_reorder_sums():
     assert atomics.ok and any("nondeterministic" in f for f in atomics.flags)
     wrong_second = compare_runs(first, [ref + 1.0], False, True, [ref], {}, "c")
     assert not wrong_second.ok and "second run" in wrong_second.message
+
+
+def test_comparisons_run_in_a_float_type_that_holds_the_values_exactly():
+    from mtmc.verify.correctness import _for_comparison
+
+    assert _for_comparison(torch.ones(3, dtype=torch.bfloat16)).dtype == torch.float32
+    assert _for_comparison(torch.ones(3, dtype=torch.float16)).dtype == torch.float32
+    assert _for_comparison(torch.ones(3, dtype=torch.float32)).dtype == torch.float64
