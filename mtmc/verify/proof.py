@@ -19,7 +19,8 @@ from __future__ import annotations
 import functools
 import importlib
 from collections import Counter
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode

@@ -6,8 +6,8 @@ table). GPU-only patterns (BACKEND: gpu) run in test_gpu.py.
 """
 
 import pytest
-
 from corpus_index import corpus, honest
+
 from mtmc.verify import Status, format_verdict_table
 
 CPU_CORPUS = [e for e in corpus() if e.backend != "gpu"]

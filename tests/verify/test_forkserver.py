@@ -7,6 +7,7 @@ import textwrap
 import time
 
 from corpus_index import TASKS
+
 from mtmc.program import Program
 from mtmc.tasks import load_task
 from mtmc.verify import Status, format_verdict_table

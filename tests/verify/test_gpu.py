@@ -3,8 +3,8 @@ share; the whole corpus gets its GPU verdicts; timing hacks with the static chec
 caught at runtime. Run on the GPU machine: `pytest -m gpu tests/verify`."""
 
 import pytest
-
 from corpus_index import TASKS, corpus, honest
+
 from mtmc.program import Program
 from mtmc.tasks import load_task
 from mtmc.verify import LocalVerifier, Status, format_verdict_table

@@ -3,8 +3,8 @@
 import textwrap
 
 import pytest
-
 from corpus_index import honest
+
 from mtmc.verify.static import check_source
 
 HEADER = """\

@@ -3,8 +3,8 @@
 import json
 
 import pytest
-
 from corpus_index import HONEST, TASKS
+
 from mtmc.program import Program
 from mtmc.tasks import Task, load_task
 from mtmc.verify import Status, Verdict, VerifierError, make_verifier
