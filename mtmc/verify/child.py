@@ -181,7 +181,7 @@ def _run_sized_case(module: Any, case: dict[str, Any], device: str, counter: pro
                     allowed: frozenset[str]) -> dict[str, Any]:
     torch.manual_seed(case["model_seed"])
     model = module.ModelNew(*case["init_inputs"]).to(device)
-    pristine = _to(case["inputs"], device)
+    pristine = case["inputs"]  # made on the device by load_inputs
     runs = []
     for _ in range(2):
         inputs = [t.clone() if isinstance(t, torch.Tensor) else t for t in pristine]
@@ -275,7 +275,7 @@ def _gpu_measurements(result: dict[str, Any], module: Any, data: dict[str, Any],
     case = data["cases"][data["timing"]["case"]]
     torch.manual_seed(case["model_seed"])
     model = module.ModelNew(*case["init_inputs"]).to("cuda")
-    sets = [_to(data["cases"][i]["inputs"], "cuda") for i in data["timing"]["sets"]]
+    sets = [data["cases"][i]["inputs"] for i in data["timing"]["sets"]]
 
     def call(inputs: list[Any]) -> list[torch.Tensor]:
         with torch.no_grad():
@@ -290,11 +290,12 @@ def _gpu_measurements(result: dict[str, Any], module: Any, data: dict[str, Any],
         result["timing_outputs"] = [[o.cpu() for o in outs] for outs in own]
         exact = all(c["deterministic"] for c in result["cases"])
         here = torch.cuda.current_stream().cuda_stream
-        side_before = bool(counter.streams - {here})
+        side_before = counter.streams - {here}  # from the correctness runs
         result["timing"] = time_calls({"candidate": call}, sets, {"candidate": own}, exact,
                                       TimingOptions(**timing, hide_host_overhead=not side_before))
-        result["timing"]["side_streams"] = sorted(counter.streams - {here})
-        result["timing"]["side_streams_late"] = not side_before and bool(counter.streams - {here})
+        side = counter.streams - {here}
+        result["timing"]["side_streams"] = sorted(side)
+        result["timing"]["side_streams_late"] = bool(side) and not side_before
         clock.lap("timing")
 
 

@@ -198,7 +198,8 @@ def serve(fd: int, backend: str) -> None:
     if backend == "interpreter":
         autotune_on_the_cpu()
     conn.send({"ready": os.getpid()})
-    spare = _Spare.fork(conn, backend)
+    init_cuda = backend == "cuda"
+    spare = _Spare.fork(conn, init_cuda)
     try:
         while True:
             try:
@@ -209,7 +210,7 @@ def serve(fd: int, backend: str) -> None:
                 return
             outcome = _run_in_child(job, conn, spare)
             conn.send(outcome.__dict__)
-            spare = _Spare.fork(conn, backend)  # warms up while the main process judges
+            spare = _Spare.fork(conn, init_cuda)  # warms up while the main process judges
     finally:
         spare.discard()
 
@@ -223,7 +224,7 @@ class _Spare:
     job_fd: int
 
     @classmethod
-    def fork(cls, conn: Connection, backend: str) -> _Spare:
+    def fork(cls, conn: Connection, init_cuda: bool) -> _Spare:
         read_fd, write_fd = os.pipe()
         pid = os.fork()
         if pid == 0:
@@ -231,7 +232,7 @@ class _Spare:
             os.close(write_fd)
             os.setpgid(0, 0)  # own process group: the worker can kill everything the child starts
             _die_with_parent()
-            if backend == "cuda":
+            if init_cuda:
                 _init_cuda()
             job = _read_job(read_fd)
             if job is None:  # discarded without a job
@@ -287,7 +288,7 @@ def _run_in_child(job: dict[str, Any], conn: Connection, spare: _Spare) -> Outco
     result_path = scratch / "result.pt"
     start = time.monotonic()
     if not spare.send(job):  # the spare died waiting (killed from outside): fork a cold one
-        spare = _Spare.fork(conn, "cpu")
+        spare = _Spare.fork(conn, init_cuda=False)
         spare.send(job)
     pid = spare.pid
     conn.send({"child_pid": pid})

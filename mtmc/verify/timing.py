@@ -11,11 +11,13 @@ One timed call, in order:
 start->synced holds the call's device-wide time plus one host round trip (the sync returning, the
 record being enqueued); synced->idle measures that round trip alone. The call's time is start->end,
 unless start->synced minus the round trip exceeds it by more than SIDE_WORK_SLACK_MS: then work ran
-outside the current stream (T1) and the device-wide time counts. (A first version compared against a
-fixed 0.1 ms slack and let a 5 us side-stream softmax through on an H100.) The sleep is sized from
-the host time the call took to enqueue during warm-up, so Python launch overhead (the candidate's,
-the baselines', the harness's launch hooks) does not leak into GPU time as idle gaps; without it a
-0.1 ms kernel measured 0.06-0.19 ms from one process to the next on an H100.
+outside the current stream (T1) and the device-wide time counts. The sleep is sized from the host
+time the call took to enqueue during warm-up, so Python launch overhead (the candidate's, the
+baselines', the harness's launch hooks) does not leak into GPU time as idle gaps; without it a
+0.1 ms kernel measured 0.06-0.19 ms from one process to the next on an H100. Work on another stream
+would run during the sleep, before `start` (a side-stream softmax timed at 0.0013 ms against
+0.0054 ms honest on an H100), so the caller turns the sleep off for such a call
+(`hide_host_overhead`, from the launch hook's record of streams).
 
 Then, outside the timed region: the output must equal the candidate's own untimed output for set
 k (a stale or skipped result is caught, S11/S12/T5) and must not reuse the storage of an output
@@ -126,30 +128,24 @@ def time_calls(calls: dict[str, Call], input_sets: list[list[torch.Tensor]],
     torch.cuda.synchronize()
     wall_ms = 1e3 * (time.perf_counter() - wall_start)
     events_ms = 0.0
-    for name, triples in events.items():
-        times = _times(triples)
+    for name, records in events.items():
+        measured = [_measure(record) for record in records]
+        times = [ms for ms, _ in measured]
         events_ms += sum(times)
         _summarize(results[name], times)
-        results[name].side_work = sum(_side_work(events) for events in triples)
+        results[name].side_work = sum(side for _, side in measured)
     return {"timings": {name: t.__dict__ for name, t in results.items()}, "events_ms": events_ms,
             "wall_ms": wall_ms, "threads_started": threading.active_count() - threads_before,
             "sleep_cycles": sleep_cycles}
 
 
-def _times(triples: list[tuple[torch.cuda.Event, ...]]) -> list[float]:
-    """Each call's time: on its stream, or device-wide when work outlived the stream (T1)."""
-    return [_device_wide(events) if _side_work(events) else events[0].elapsed_time(events[1])
-            for events in triples]
-
-
-def _device_wide(events: tuple[torch.cuda.Event, ...]) -> float:
-    start, _, synced, idle = events
-    return start.elapsed_time(synced) - synced.elapsed_time(idle)
-
-
-def _side_work(events: tuple[torch.cuda.Event, ...]) -> bool:
-    on_stream = events[0].elapsed_time(events[1])
-    return _device_wide(events) > on_stream * 1.02 + SIDE_WORK_SLACK_MS
+def _measure(record: tuple[torch.cuda.Event, ...]) -> tuple[float, bool]:
+    """A call's time and whether its work outlived its stream (T1): then it is timed device-wide."""
+    start, end, synced, idle = record
+    on_stream = start.elapsed_time(end)
+    device_wide = start.elapsed_time(synced) - synced.elapsed_time(idle)  # less one host round trip
+    side_work = device_wide > on_stream * 1.02 + SIDE_WORK_SLACK_MS
+    return (device_wide if side_work else on_stream), side_work
 
 
 @functools.cache
@@ -214,8 +210,8 @@ def _settled(events: dict[str, list], wall_start: float, options: TimingOptions)
     if time.perf_counter() - wall_start > options.budget_s:
         return True
     torch.cuda.synchronize()
-    for triples in events.values():
-        if _rse(_times(triples)) > options.target_rse:
+    for records in events.values():
+        if _rse([_measure(record)[0] for record in records]) > options.target_rse:
             return False
     return True
 
