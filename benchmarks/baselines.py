@@ -17,6 +17,7 @@ import time
 
 import torch
 
+from mtmc.bench.roofline import floor_ms
 from mtmc.tasks import load_suite, summarize
 
 
@@ -42,12 +43,6 @@ def time_interleaved(fns: dict, input_sets: list, flush: torch.Tensor, reps: int
     return {name: statistics.median(t) for name, t in times.items()}
 
 
-def floor_ms(summary, dtype: str, calibration: dict) -> float:
-    rates = calibration["matmul_flops"]
-    peak = rates.get(dtype, rates["float32"])
-    return 1e3 * max(summary.matmul_flops / peak, summary.bytes_min / calibration["copy_bytes_per_s"])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--suite", default="builtin")
@@ -69,8 +64,7 @@ def main() -> None:
             with torch.no_grad():
                 compiled(*input_sets[0])  # compile outside the timing
                 ms = time_interleaved({"eager": model, "compiled": compiled}, input_sets, flush)
-            dtype = summary.inputs[0].dtype if summary.inputs else "float32"
-            floor = floor_ms(summary, dtype, calibration)
+            floor, _ = floor_ms(summary, task, calibration)
             row = {"task": task.name, "family": task.meta.get("family"), "eager_ms": ms["eager"],
                    "compiled_ms": ms["compiled"], "floor_ms": floor, "eager_roofline": floor / ms["eager"],
                    "compiled_roofline": floor / ms["compiled"], "wall_s": time.perf_counter() - t0}

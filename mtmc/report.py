@@ -32,12 +32,12 @@ def write_outputs(out_dir: Path, state: OptimizeState, budgets: dict[str, Any]) 
     """Write every output file; returns the result.json content."""
     program = state.get("program")
     if program:
-        _write_atomic(out_dir / KERNEL, program["source"])
+        write_atomic(out_dir / KERNEL, program["source"])
     trajectory = state.get("trajectory", [])
-    _write_atomic(out_dir / TRAJECTORY, "".join(json.dumps(r, sort_keys=True) + "\n" for r in trajectory))
+    write_atomic(out_dir / TRAJECTORY, "".join(json.dumps(r, sort_keys=True) + "\n" for r in trajectory))
     result = result_dict(state, budgets)
-    _write_atomic(out_dir / RESULT, json.dumps(result, indent=2, sort_keys=True) + "\n")
-    _write_atomic(out_dir / REPORT, report_markdown(state, result))
+    write_atomic(out_dir / RESULT, json.dumps(result, indent=2, sort_keys=True) + "\n")
+    write_atomic(out_dir / REPORT, report_markdown(state, result))
     plot_speedup(out_dir / PLOT, state)
     return result
 
@@ -175,7 +175,11 @@ def _plot_timed(ax: Any, trajectory: list[dict[str, Any]], colors: dict[str, str
     ax.axhline(1.0, color="black", linewidth=0.5)
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
+def write_atomic(path: Path, text: str) -> None:
+    """Readers see the old file or the new one, never half of one (a crash mid-write included)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with tmp.open("w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
     os.replace(tmp, path)

@@ -14,12 +14,12 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from mtmc.bench.metrics import BASELINES, FAST_P, ROW_FIELDS, Row, aggregate, fast_p
+from mtmc.report import write_atomic
 
 RESULTS_CSV = "results.csv"
 RESULTS_JSON = "results.json"
@@ -40,16 +40,6 @@ def write_report(out_dir: Path, rows: Sequence[Row], meta: dict[str, Any],
     plot_speedups(out_dir / SPEEDUP_PLOT, rows)
     plot_fast_p(out_dir / FAST_P_PLOT, rows, ps)
     return aggregates
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Readers see the old file or the new one, never half of one (a crash mid-write included)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with tmp.open("w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def rows_csv(rows: Sequence[Row]) -> str:

@@ -3,7 +3,7 @@
     calibrations = load_calibrations("auto")        # benchmarks/results/*calibration.json
     floor = floor_ms(summarize(task), task, pick(calibrations, "NVIDIA H100 80GB HBM3"))
 
-The floor is the one BENCHMARKS.md reports (benchmarks/baselines.py `floor_ms`): max(compulsory
+The floor is the one BENCHMARKS.md reports (benchmarks/baselines.py calls this function): max(compulsory
 bytes / measured copy bandwidth, matmul FLOPs / the measured matmul rate of the task's dtype), so a
 benchmark's "% of roofline" column reads against the same ceilings as the eager and torch.compile
 columns there. Measured, not datasheet: 100% means "as fast as the calibration kernels ran on this

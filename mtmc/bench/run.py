@@ -39,10 +39,11 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from rich.console import Console
 
 from mtmc.bench.metrics import Row, error_row, missing_row, task_row
-from mtmc.bench.report import progress_line, write_atomic
+from mtmc.bench.report import progress_line
 from mtmc.bench.roofline import Calibration
 from mtmc.optimize import CHECKPOINTS, THREAD_ID, run_optimize
 from mtmc.protocols import Coder, Planner, Verifier
+from mtmc.report import write_atomic
 from mtmc.tasks import Task, TaskError
 
 TASK_RESULT = "bench.json"
