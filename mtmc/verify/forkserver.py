@@ -16,7 +16,8 @@ dies with it. CUDA must only ever be initialised in children: a forked CUDA cont
 The worker is started with subprocess (not multiprocessing) so that it gets a scrubbed environment
 at exec time (secrets are gone even from /proc/<pid>/environ) and does not re-import the caller's
 __main__. Results travel as files (torch.save in the child, torch.load(weights_only=True) in the
-main process), never as pickles of objects the candidate could have shaped.
+main process), never as pickles of objects the candidate could have shaped; large tensors go
+beside it as raw files (`mtmc/verify/transport.py`).
 """
 
 from __future__ import annotations
@@ -337,11 +338,12 @@ def _child_main(job: dict[str, Any]) -> None:
         import torch
 
         from mtmc.verify.child import JOBS
+        from mtmc.verify.transport import offload
         if job.get("cpu_threads"):
             torch.set_num_threads(int(job["cpu_threads"]))
         result = JOBS[job["job"]](**job["args"])
         tmp = result_path.with_suffix(".tmp")
-        torch.save(result, tmp)
+        torch.save(offload(result, scratch), tmp)
         os.replace(tmp, result_path)
         code = 0
     except BaseException:  # the harness itself failed: say so loudly in the log

@@ -2,12 +2,17 @@
 
 A worker runs one child at a time, so on a GPU backend timing is exclusive per device. Every job
 gets a scratch folder (the child's working directory); the child's result file is read back with
-`torch.load(weights_only=True)` (plain tensors and values only) and the folder is removed.
+`torch.load(weights_only=True)` (plain tensors and values only), its large tensors mapped from the
+raw files beside it, and the folder is removed (the mappings outlive it).
+
+The folders live in /dev/shm when it has room: GPU-sized outputs are GBs, and a RAM-backed folder
+writes and maps them at memory speed (MTMC_VERIFY_TMPDIR chooses another place).
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 import queue
 import shutil
 import tempfile
@@ -17,12 +22,13 @@ from typing import Any
 import torch
 
 from mtmc.verify.forkserver import Outcome, Worker
+from mtmc.verify.transport import restore
 
 
 class WorkerPool:
     def __init__(self, backend: str, envs: list[dict[str, str]], memory_gb: float | None,
                  cpu_threads: int | None) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="mtmc-verify-"))
+        self.root = Path(tempfile.mkdtemp(prefix="mtmc-verify-", dir=scratch_parent()))
         self.memory_gb = memory_gb
         self.cpu_threads = cpu_threads
         self._numbers = itertools.count()
@@ -51,7 +57,7 @@ class WorkerPool:
             result = None
             if outcome.status == "done":
                 try:
-                    result = torch.load(outcome.result_path, weights_only=True)
+                    result = restore(torch.load(outcome.result_path, weights_only=True), scratch)
                 except Exception as err:  # a child that wrote something other than our result
                     outcome = Outcome("bad_result", f"unreadable result: {type(err).__name__}: {err}",
                                       outcome.log_tail, wall_s=outcome.wall_s)
@@ -73,3 +79,20 @@ class WorkerPool:
         for worker in self.workers:
             worker.close()
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+SHM = Path("/dev/shm")
+SHM_MIN_FREE = 16 * 2**30  # below this a RAM-backed folder could fill up with one task's outputs
+
+
+def scratch_parent() -> str | None:
+    """Where the pool's folders go: $MTMC_VERIFY_TMPDIR, else /dev/shm with room, else the temp dir."""
+    chosen = os.environ.get("MTMC_VERIFY_TMPDIR")
+    if chosen:
+        return chosen
+    try:
+        if SHM.is_dir() and os.access(SHM, os.W_OK) and shutil.disk_usage(SHM).free >= SHM_MIN_FREE:
+            return str(SHM)
+    except OSError:
+        pass
+    return None

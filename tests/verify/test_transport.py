@@ -1,0 +1,89 @@
+"""Large tensors travel as raw files beside result.pt: round trips, the checks on what a child hands
+back, and a whole interpreter verdict whose outputs take that path."""
+
+import pytest
+import torch
+from corpus_index import HONEST, TASKS
+
+from mtmc.program import Program
+from mtmc.tasks import Task
+from mtmc.verify import Status
+from mtmc.verify import pool as pool_module
+from mtmc.verify.transport import MARKER, offload, restore
+
+
+def _result():
+    big = torch.randn(301, 7)
+    return {"cases": [{"outputs": [big, big.t()], "kind": "tuple"}],
+            "flags": (torch.arange(3) < 2, torch.rand(40, 9).to(torch.bfloat16)),
+            "small": torch.ones(3), "empty": torch.empty(0, 5), "name": "x", "count": 4}
+
+
+def test_round_trip_keeps_values_dtypes_shapes_and_structure(tmp_path):
+    result = _result()
+    sent = offload(result, tmp_path, min_bytes=64)
+    assert sent["cases"][0]["outputs"][0][MARKER] and isinstance(sent["flags"], tuple)
+    assert isinstance(sent["small"], torch.Tensor)  # under the threshold: stays in result.pt
+    back = restore(sent, tmp_path)
+    for got, want in [(back["cases"][0]["outputs"][0], result["cases"][0]["outputs"][0]),
+                      (back["cases"][0]["outputs"][1], result["cases"][0]["outputs"][1]),
+                      (back["flags"][0], result["flags"][0]), (back["flags"][1], result["flags"][1]),
+                      (back["empty"], result["empty"])]:
+        assert got.dtype == want.dtype and got.shape == want.shape and torch.equal(got, want)
+    assert back["name"] == "x" and back["count"] == 4 and back["cases"][0]["kind"] == "tuple"
+
+
+def test_mapped_tensors_outlive_their_folder(tmp_path):
+    folder = tmp_path / "job"
+    folder.mkdir()
+    x = torch.randn(1000)
+    back = restore(offload({"x": x}, folder, min_bytes=1), folder)
+    for f in folder.iterdir():
+        f.unlink()
+    folder.rmdir()
+    assert torch.equal(back["x"], x)
+
+
+@pytest.mark.parametrize("marker,error", [
+    ({MARKER: "../secret.bin", "shape": [4], "dtype": "float32"}, "not a file"),
+    ({MARKER: "/etc/passwd", "shape": [4], "dtype": "float32"}, "not a file"),
+    ({MARKER: "tensor0.bin", "shape": [4], "dtype": "Tensor"}, "unknown dtype"),
+    ({MARKER: "tensor0.bin", "shape": [5], "dtype": "float32"}, "bytes where"),
+])
+def test_markers_that_point_elsewhere_or_lie_about_size_are_refused(tmp_path, marker, error):
+    offload({"x": torch.zeros(4)}, tmp_path, min_bytes=1)  # writes tensor0.bin, 16 bytes
+    with pytest.raises(ValueError, match=error):
+        restore({"out": marker}, tmp_path)
+
+
+def test_scratch_parent_prefers_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("MTMC_VERIFY_TMPDIR", str(tmp_path))
+    assert pool_module.scratch_parent() == str(tmp_path)
+    monkeypatch.delenv("MTMC_VERIFY_TMPDIR")
+    monkeypatch.setattr(pool_module, "SHM", tmp_path / "missing")
+    assert pool_module.scratch_parent() is None
+
+
+def _large_pointwise() -> Task:
+    # 300_001 float32 outputs (1.2 MB): above the raw-file threshold, still quick in the interpreter
+    source = (TASKS / "pointwise.py").read_text().replace('[{"n": 1000}, {"n": 257}]', '[{"n": 300_001}]')
+    assert "300_001" in source
+    return Task(name="pointwise_large", source=source)
+
+
+def test_a_verdict_with_large_outputs_goes_through_raw_files(verifier, monkeypatch):
+    markers = []
+
+    def spy(value, folder):
+        markers.append(str(value).count(MARKER))
+        return restore(value, folder)
+
+    monkeypatch.setattr(pool_module, "restore", spy)
+    task = _large_pointwise()
+    honest = Program((HONEST / "pointwise.py").read_text())
+    verdict = verifier.verify(task, honest)
+    assert verdict.status is Status.OK, verdict.message
+    assert sum(markers) >= 6  # 3 expected outputs from the reference, 3 from the candidate
+    wrong = Program(honest.source.replace("tl.sigmoid(x) * y + 2.0 * x", "tl.sigmoid(x) * y + 2.0 * y"))
+    verdict = verifier.verify(task, wrong)
+    assert verdict.status is Status.INCORRECT and "n=300001" in verdict.message, verdict.message
