@@ -14,7 +14,11 @@ unless start->synced minus the round trip exceeds it by more than SIDE_WORK_SLAC
 outside the current stream (T1) and the device-wide time counts. The sleep is sized from the host
 time the call took to enqueue during warm-up, so Python launch overhead (the candidate's, the
 baselines', the harness's launch hooks) does not leak into GPU time as idle gaps; without it a
-0.1 ms kernel measured 0.06-0.19 ms from one process to the next on an H100. Work on another stream
+0.1 ms kernel measured 0.06-0.19 ms from one process to the next on an H100. A call whose sleep ran
+out before the host had enqueued it (the `slept`->`start` events against the host's own clock) is
+not kept and the sleep doubles. Sleeps sized from a clock rate read before the clocks ramped up
+would end early; that is the suspected cause (not yet confirmed on a GPU) of an 8.6 us kernel
+reading 0.018-0.053 ms in 3 verdicts of 10 on an H100. Work on another stream
 would run during the sleep, before `start` (a side-stream softmax timed at 0.0013 ms against
 0.0054 ms honest on an H100), so the caller turns the sleep off for such a call
 (`hide_host_overhead`, from the launch hook's record of streams).
@@ -44,6 +48,7 @@ import torch
 Call = Callable[[list[torch.Tensor]], list[torch.Tensor]]
 SIDE_WORK_SLACK_MS = 0.002  # noise between two host round trips; work hidden below it is negligible
 MAX_SLEEP_MS = 20.0
+MAX_SLEEP_CYCLES = 40_000_000  # where doubling stops: 20 ms at 2 GHz, whatever the calibration read
 
 
 @dataclass
@@ -70,6 +75,7 @@ class Timing:
     mismatches: int = 0  # timed outputs that differ from the untimed output for the same inputs
     reused_storage: int = 0  # timed outputs that alias a previous output still alive
     side_work: int = 0  # timed calls whose work outlived their stream (counted device-wide)
+    short_sleeps: int = 0  # calls not kept: the pre-call sleep ended before the host enqueued the call
 
 
 def l2_flush_buffer(device: torch.device) -> torch.Tensor:
@@ -111,18 +117,28 @@ def time_calls(calls: dict[str, Call], input_sets: list[list[torch.Tensor]],
             load(k)
             flush.zero_()
             torch.cuda.synchronize()
-            start, end, synced, idle = (torch.cuda.Event(enable_timing=True) for _ in range(4))
+            slept, start, end, synced, idle = (torch.cuda.Event(enable_timing=True) for _ in range(5))
+            host_start = time.perf_counter()
             if sleep_cycles[name]:
+                slept.record()
                 torch.cuda._sleep(sleep_cycles[name])
             start.record()
             outputs = call(buffers)
             end.record()
+            enqueue_ms = 1e3 * (time.perf_counter() - host_start)
             torch.cuda.synchronize()
             synced.record()
             torch.cuda.synchronize()
             idle.record()
-            events[name].append((start, end, synced, idle))
             _check_output(results[name], outputs, expected.get(name), alive[name], k, exact)
+            cycles = sleep_cycles[name]
+            if cycles and cycles < MAX_SLEEP_CYCLES and slept.elapsed_time(start) < enqueue_ms:
+                # The sleep ran out before the host had enqueued the call: the GPU idled inside the
+                # timed region. Not kept; the sleep doubles (e.g. its clock rate was read too low).
+                sleep_cycles[name] = min(2 * cycles, MAX_SLEEP_CYCLES)
+                results[name].short_sleeps += 1
+                continue
+            events[name].append((start, end, synced, idle))
         if rep + 1 >= options.min_reps and (rep + 1) % 5 == 0 and _settled(events, wall_start, options):
             break
     torch.cuda.synchronize()
@@ -150,14 +166,19 @@ def _measure(record: tuple[torch.cuda.Event, ...]) -> tuple[float, bool]:
 
 @functools.cache
 def _sleep_cycles_per_ms() -> float:
-    """GPU clock cycles of `torch.cuda._sleep` per millisecond, measured (clocks vary by GPU)."""
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    torch.cuda._sleep(1_000_000)  # wake the clocks first
-    start.record()
-    torch.cuda._sleep(1_000_000)
-    end.record()
-    torch.cuda.synchronize()
-    return 1_000_000 / max(start.elapsed_time(end), 1e-3)
+    """GPU clock cycles of `torch.cuda._sleep` per millisecond, measured (clocks vary by GPU). The
+    fastest of three after a wake-up: a rate read while the clocks still ramp up is too low, and
+    sleeps sized from it end early (the timing loop then doubles them, see `short_sleeps`)."""
+    torch.cuda._sleep(5_000_000)  # wake the clocks first
+    rates = []
+    for _ in range(3):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        torch.cuda._sleep(1_000_000)
+        end.record()
+        torch.cuda.synchronize()
+        rates.append(1_000_000 / max(start.elapsed_time(end), 1e-3))
+    return max(rates)
 
 
 def _warm_up(calls: dict[str, Call], load: Callable[[int], None], buffers: list[torch.Tensor],

@@ -108,7 +108,13 @@ class Engine:
         cached = self.cache.get(key) if self.cache is not None else None
         if cached is not None:
             return cached
-        verdict = self._judge(task, program)
+        try:
+            verdict = self._judge(task, program)
+        finally:
+            if torch.cuda.is_initialized():
+                # GB-sized comparisons ran here: hand their cached blocks back before the next
+                # candidate's child needs the device memory.
+                torch.cuda.empty_cache()
         verdict.device = self.device
         verdict.verifier_version = VERIFIER_VERSION
         verdict.wall_s = round(time.monotonic() - start, 3)

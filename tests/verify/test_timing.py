@@ -87,3 +87,20 @@ def test_host_launch_overhead_is_not_gpu_time():
     s = sets(size=1024)
     result = time_calls({"c": slow_host}, s, {}, True, TimingOptions(max_reps=20))
     assert result["timings"]["c"]["median_ms"] < 0.3
+
+
+def test_sleeps_sized_from_a_low_clock_reading_are_corrected(monkeypatch):
+    import time
+
+    from mtmc.verify import timing
+
+    def slow_host(inputs):  # 1 ms of Python before a microsecond kernel
+        time.sleep(0.001)
+        return [inputs[0] + 1]
+
+    true_rate = timing._sleep_cycles_per_ms()
+    monkeypatch.setattr(timing, "_sleep_cycles_per_ms", lambda: true_rate / 20)  # sleeps 20x too short
+    s = sets(size=1024)
+    result = time_calls({"c": slow_host}, s, {}, True, TimingOptions(max_reps=20))
+    assert result["timings"]["c"]["short_sleeps"] >= 1
+    assert result["timings"]["c"]["median_ms"] < 0.3
