@@ -1,6 +1,7 @@
 """Template coder on a suite, on one GPU: the plain port and the best program a planner reaches.
 
-    python benchmarks/template_suite.py --out template.jsonl [--suite builtin] [--tasks a,b] [--max-steps 8] [--time-limit-s 600]
+    python benchmarks/template_suite.py --out template.jsonl [--suite builtin] [--tasks a,b]
+        [--max-steps 8] [--time-limit-s 600]
 
 For each task: `mtmc optimize` in-process (heuristic planner, template coder, GPU verifier), then
 one line with the port's verdict and the final verdict (times from the verifier: eager and

@@ -33,7 +33,8 @@ def test_tasks_bad_folder_is_one_line(tmp_path):
     (tmp_path / "broken.py").write_text("def oops(:\n")
     result = mtmc("tasks", f"suite={tmp_path}")
     assert result.returncode != 0
-    assert result.stderr.strip() == f"mtmc tasks: {tmp_path / 'broken.py'}: syntax error at line 1: invalid syntax"
+    broken = tmp_path / "broken.py"
+    assert result.stderr.strip() == f"mtmc tasks: {broken}: syntax error at line 1: invalid syntax"
 
 
 @pytest.mark.parametrize("args, code, text", [((), 2, "usage: mtmc"), (("frobnicate",), 2, "unknown job"),

@@ -82,7 +82,8 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="bench_latency.json")
     parser.add_argument("--candidates", type=int, default=10)
     parser.add_argument("--repeats", type=int, default=10)
@@ -103,7 +104,8 @@ def main() -> None:
             start = time.monotonic()
             verdicts.append(verifier.verify(task, candidate(i)))
             latencies.append(time.monotonic() - start)
-            print(f"candidate {i}: {latencies[-1]:.3f} s {verdicts[-1].status} {verdicts[-1].phases_s}", flush=True)
+            verdict = verdicts[-1]
+            print(f"candidate {i}: {latencies[-1]:.3f} s {verdict.status} {verdict.phases_s}", flush=True)
         repeat_ms = [verifier.verify(task, candidate(0)).candidate_ms for _ in range(args.repeats)]
     statuses = sorted({str(v.status) for v in [warm, *verdicts]})
     results = {

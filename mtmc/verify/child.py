@@ -41,7 +41,8 @@ from mtmc.verify.timing import TimingOptions, time_calls
 def probe(device: str) -> dict[str, Any]:
     import triton
 
-    info = {"torch": str(torch.__version__), "triton": triton.__version__, "device": "cpu (triton interpreter)"}
+    info = {"torch": str(torch.__version__), "triton": triton.__version__,
+            "device": "cpu (triton interpreter)"}
     if device == "cuda":
         props = torch.cuda.get_device_properties(0)
         info.update(device=torch.cuda.get_device_name(0), l2_bytes=getattr(props, "L2_cache_size", 0),
@@ -87,7 +88,8 @@ def reference(task_name: str, task_source: str, cases: list[dict[str, Any]], dev
 def _unless_same(outputs: list[torch.Tensor], case_outputs: list[torch.Tensor]) -> list[torch.Tensor] | None:
     """The outputs on the host, or None when they equal (bitwise) the outputs of the case whose
     inputs they ran on: then the case's check covers them, and GBs need not travel twice."""
-    if len(outputs) == len(case_outputs) and all(_same(o, c.to(o.device)) for o, c in zip(outputs, case_outputs)):
+    if len(outputs) == len(case_outputs) and all(
+            _same(o, c.to(o.device)) for o, c in zip(outputs, case_outputs, strict=True)):
         return None
     return [o.detach().cpu() for o in outputs]
 
@@ -114,8 +116,8 @@ def load_inputs(inputs_path: str, device: str, timing_only: bool = False) -> dic
             continue
         case["inputs"] = case_inputs(task, case, device)
         if fingerprint(case["inputs"]) != case["fingerprint"]:
-            raise RuntimeError(f"{task.name}: inputs for seed {case['input_seed']} differ from the reference's "
-                               "(get_inputs is not deterministic for a seed); cannot verify")
+            raise RuntimeError(f"{task.name}: inputs for seed {case['input_seed']} differ from the "
+                               "reference's (get_inputs is not deterministic for a seed); cannot verify")
     return data
 
 
@@ -207,7 +209,7 @@ def _run_sized_case(module: Any, case: dict[str, Any], device: str, counter: pro
     report = _describe_outputs(first["raw"])
     report["launches"] = [r["launches"] for r in runs]
     report["foreign_ops"] = {k: v for r in runs for k, v in r["foreign"].items()}
-    report["mutated_inputs"] = [i for i, (a, b) in enumerate(zip(pristine, first["inputs"]))
+    report["mutated_inputs"] = [i for i, (a, b) in enumerate(zip(pristine, first["inputs"], strict=True))
                                 if isinstance(a, torch.Tensor) and not _same(a, b)]
     report["deterministic"], report["second_outputs"] = _compare_runs(first["raw"], second["raw"])
     return report
@@ -241,9 +243,10 @@ def _describe_outputs(raw: Any) -> dict[str, Any]:
 def _compare_runs(first: Any, second: Any) -> tuple[bool, list[torch.Tensor] | None]:
     """Bitwise equality of two runs on the same inputs; the second outputs travel only if they differ."""
     a, b = _as_list(first), _as_list(second)
-    if len(a) != len(b) or not all(type(x) is torch.Tensor and type(y) is torch.Tensor for x, y in zip(a, b)):
+    if len(a) != len(b) or not all(type(x) is torch.Tensor and type(y) is torch.Tensor
+                                   for x, y in zip(a, b, strict=True)):
         return False, None
-    if all(x.shape == y.shape and x.dtype == y.dtype and _same(x, y) for x, y in zip(a, b)):
+    if all(x.shape == y.shape and x.dtype == y.dtype and _same(x, y) for x, y in zip(a, b, strict=True)):
         return True, None
     return False, [y.detach().cpu().clone() for y in b]
 
@@ -297,7 +300,7 @@ def _gpu_measurements(result: dict[str, Any], module: Any, data: dict[str, Any],
         own = [[o.clone() for o in call(s)] for s in sets]  # untimed outputs, judged by the main process
         torch.cuda.synchronize()
         result["timing_outputs"] = [_unless_same(outs, result["cases"][i]["outputs"])
-                                    for outs, i in zip(own, data["timing"]["sets"])]
+                                    for outs, i in zip(own, data["timing"]["sets"], strict=True)]
         exact = all(c["deterministic"] for c in result["cases"])
         here = torch.cuda.current_stream().cuda_stream
         side_before = counter.streams - {here}  # from the correctness runs

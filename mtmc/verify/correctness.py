@@ -58,8 +58,8 @@ def compare_case(expected: dict[str, Any], got: dict[str, Any], meta: dict[str, 
     if got["type_errors"]:
         return Comparison(False, f"{label}: {'; '.join(got['type_errors'])} (S13)")
     if got["kind"] != expected["kind"] or len(got["outputs"]) != len(expected["outputs"]):
-        return Comparison(False, f"{label}: returned {got['kind']} of {len(got['outputs'])} "
-                          f"tensor(s), the reference returns {expected['kind']} of {len(expected['outputs'])}")
+        return Comparison(False, f"{label}: returned {got['kind']} of {len(got['outputs'])} tensor(s), "
+                          f"the reference returns {expected['kind']} of {len(expected['outputs'])}")
     wrong_device = [d for d in got["devices"] if torch.device(d).type != expected_device]
     if wrong_device:
         return Comparison(False, f"{label}: output on {wrong_device[0]}, expected {expected_device}")
@@ -75,8 +75,10 @@ def compare_case(expected: dict[str, Any], got: dict[str, Any], meta: dict[str, 
 
 def compare_outputs(refs: list[torch.Tensor], outs: list[torch.Tensor], meta: dict[str, Any],
                     label: str) -> Comparison:
+    if len(outs) != len(refs):
+        return Comparison(False, f"{label}: {len(outs)} output tensor(s) where the reference has {len(refs)}")
     total = Comparison(True)
-    for i, (ref, out) in enumerate(zip(refs, outs)):
+    for i, (ref, out) in enumerate(zip(refs, outs, strict=True)):
         one = compare_tensor(ref, out, tolerance_for(ref.dtype, meta), f"{label}, output {i}")
         total.max_abs_error = max(total.max_abs_error, one.max_abs_error)
         total.rel_error = max(total.rel_error, one.rel_error)
@@ -120,7 +122,8 @@ def compare_tensor(ref: torch.Tensor, out: torch.Tensor, tol: Tolerance, label: 
         result.ok = False
         result.message = (f"{label}: max |out - ref| = {max_abs:.3g} (ref {float(r[worst]):.6g}, out "
                           f"{float(o[worst]):.6g} at the worst element), {int(bad.sum())} of {r.numel()} "
-                          f"elements outside atol*max|ref| + rtol*|ref| (atol={tol.atol:g}, rtol={tol.rtol:g}, "
+                          f"elements outside atol*max|ref| + rtol*|ref| (atol={tol.atol:g}, "
+                          f"rtol={tol.rtol:g}, "
                           f"max|ref|={scale:.3g}); normalized error {rel:.3g}{_precision_hint(ref, rel)}")
         return result
     if _constant_would_pass(r, tol, scale):
@@ -155,7 +158,8 @@ def _special_values(r: torch.Tensor, o: torch.Tensor, label: str) -> Comparison 
         return Comparison(False, f"{label}: numbers where the reference has NaN")
     ref_inf, out_inf = r.isinf(), o.isinf()
     if bool(((ref_inf | out_inf) & (r != o) & ~ref_nan).any()):
-        return Comparison(False, f"{label}: Inf values do not match the reference", max_abs_error=float("inf"))
+        return Comparison(False, f"{label}: Inf values do not match the reference",
+                          max_abs_error=float("inf"))
     return None
 
 
@@ -173,7 +177,8 @@ def _precision_hint(ref: torch.Tensor, rel: float) -> str:
 
 
 def compare_runs(first: list[torch.Tensor], second: list[torch.Tensor] | None, deterministic: bool,
-                 uses_atomics: bool, refs: list[torch.Tensor], meta: dict[str, Any], label: str) -> Comparison:
+                 uses_atomics: bool, refs: list[torch.Tensor], meta: dict[str, Any],
+                 label: str) -> Comparison:
     """Two runs on the same inputs must be bitwise equal (S15, S10), except float atomics may
     reorder additions: then both runs must pass the tolerance and the verdict is flagged."""
     if deterministic:
@@ -181,7 +186,7 @@ def compare_runs(first: list[torch.Tensor], second: list[torch.Tensor] | None, d
     if second is None:
         return Comparison(False, f"{label}: the second run on the same inputs returned something else")
     diff = max((float((a.double() - b.double()).abs().nan_to_num(nan=float("inf")).max())
-                for a, b in zip(first, second) if a.shape == b.shape), default=float("inf"))
+                for a, b in zip(first, second, strict=False) if a.shape == b.shape), default=float("inf"))
     if not uses_atomics:
         return Comparison(False, f"{label}: two runs on the same inputs differ (max {diff:.3g}): "
                           "the kernel reads uninitialised memory or keeps state between calls (S15/S10)")

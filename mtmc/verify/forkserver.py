@@ -125,13 +125,15 @@ class Worker:
                 if remaining <= 0 or not self.conn.poll(remaining):
                     _kill_group(child_pid)
                     self._restart()
-                    return Outcome("worker_hung", f"verifier worker gave no answer in {timeout_s + GRACE_S:.0f} s")
+                    return Outcome("worker_hung",
+                                   f"verifier worker gave no answer in {timeout_s + GRACE_S:.0f} s")
                 message = self.conn.recv()
             except (EOFError, OSError):
                 _kill_group(child_pid)
                 code = self.proc.poll()
                 self._restart()
-                return Outcome("worker_died", f"verifier worker died (exit status {code}) while running the job")
+                return Outcome("worker_died",
+                               f"verifier worker died (exit status {code}) while running the job")
             if "child_pid" in message:
                 child_pid = message["child_pid"]
                 continue

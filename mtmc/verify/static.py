@@ -76,7 +76,8 @@ FORBIDDEN_ATTRIBUTES = {
     "wait_stream": "stream control belongs to the harness (T1)",
     "synchronize": "synchronisation belongs to the harness (T1/T3)",
     "elapsed_time": "timers belong to the harness (T3)",
-    "perf_counter": "timers belong to the harness (T3)", "perf_counter_ns": "timers belong to the harness (T3)",
+    "perf_counter": "timers belong to the harness (T3)",
+    "perf_counter_ns": "timers belong to the harness (T3)",
     "register_forward_hook": "hooks can defer work outside the timed call",
     "register_forward_pre_hook": "hooks can defer work outside the timed call",
 }
@@ -290,7 +291,8 @@ class _Checker(ast.NodeVisitor):
             if not (isinstance(sub, ast.Assign) and isinstance(sub.value, ast.Call)):
                 continue
             obj = _lookup(self._resolve(sub.value.func) or "")
-            if not (isinstance(obj, type) and issubclass(obj, torch.nn.Module)) or obj.__name__ in NN_CONTAINERS:
+            is_module = isinstance(obj, type) and issubclass(obj, torch.nn.Module)
+            if not is_module or obj.__name__ in NN_CONTAINERS:
                 continue
             for target in sub.targets:
                 if isinstance(target, ast.Attribute) and _is_self(target.value):

@@ -100,7 +100,7 @@ def time_calls(calls: dict[str, Call], input_sets: list[list[torch.Tensor]],
     threads_before = threading.active_count()
 
     def load(k: int) -> None:
-        for buf, src in zip(buffers, input_sets[k]):
+        for buf, src in zip(buffers, input_sets[k], strict=True):
             buf.copy_(src)
 
     host_ms = _warm_up(calls, load, buffers, len(input_sets), options.warmup_ms)
@@ -208,7 +208,7 @@ def _check_output(timing: Timing, outputs: list[torch.Tensor], expected: list[li
     if expected is None:
         return
     if len(outputs) != len(expected[k]) or not all(
-            _matches(o, e, exact) for o, e in zip(outputs, expected[k])):
+            _matches(o, e, exact) for o, e in zip(outputs, expected[k], strict=True)):
         timing.mismatches += 1
     previous = {t.data_ptr() for ts in alive.values() for t in ts if t.numel()}
     previous |= {t.data_ptr() for t in expected[k] if t.numel()}

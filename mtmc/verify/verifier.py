@@ -81,7 +81,8 @@ class Reference:
 
     @property
     def nbytes(self) -> int:
-        sets = [e["outputs"] for e in self.expected] + [t for t in self.timing_expected or [] if t is not None]
+        sets = [e["outputs"] for e in self.expected]
+        sets += [t for t in self.timing_expected or [] if t is not None]
         return sum(t.nbytes for outputs in sets for t in outputs)
 
 
@@ -158,13 +159,16 @@ class Engine:
         """Tampering, threads, decoys, PyTorch compute, then correctness of every case."""
         launches = result["launches"]
         verdict = Verdict(Status.OK, triton_launches=sum(launches.values()))
+        if len(result["cases"]) != len(reference.cases):
+            return _reject(verdict, f"the candidate's process returned results for {len(result['cases'])} of "
+                           f"{len(reference.cases)} cases: the harness was tampered with (T3/S19)")
         if result["tampered"]:
             return _reject(verdict, f"the candidate replaced {', '.join(result['tampered'])}: "
                            "monkey-patching the harness (T3/S19)")
         if result["threads_started"] > 0:
             return _reject(verdict, f"the candidate left {result['threads_started']} thread(s) running: "
                            "work outside the measured call (T2)")
-        for case, got in zip(reference.cases, result["cases"]):
+        for case, got in zip(reference.cases, result["cases"], strict=True):
             if 0 in got["launches"]:
                 kernels = ", ".join(launches) or "none"
                 return _reject(verdict, f"{_label(case)}: forward launched none of the candidate's Triton "
@@ -184,7 +188,7 @@ class Engine:
         meta = task.meta
         worst = Comparison(True)
         flags: list[str] = []
-        for case, expected, got in zip(reference.cases, reference.expected, result["cases"]):
+        for case, expected, got in zip(reference.cases, reference.expected, result["cases"], strict=True):
             label = _label(case)
             checks = [compare_case(expected, got, meta, self.device_type, label)]
             if checks[0].ok:
@@ -203,7 +207,8 @@ class Engine:
         verdict.flags += flags
         if verdict.ok:
             seeds = Counter(repr(c["sizes"]) for c in reference.cases).values()
-            per_size = f"x {max(seeds)} seeds" if min(seeds) == max(seeds) else "seeds " + "+".join(map(str, seeds))
+            same = min(seeds) == max(seeds)
+            per_size = f"x {max(seeds)} seeds" if same else "seeds " + "+".join(map(str, seeds))
             kernels = ", ".join(f"{k} x{n}" for k, n in result["launches"].items())
             verdict.message = (f"correct on {len(reference.cases)} cases ({len(seeds)} size(s) {per_size}); "
                                f"launches: {kernels}")
@@ -268,7 +273,8 @@ class Engine:
             if key in self._references:
                 self._references.move_to_end(key)
                 return self._references[key]
-            cases = [{"sizes": sizes, "model_seed": self.base_seed + i, "input_seed": self.base_seed + 5000 + i}
+            seed = self.base_seed
+            cases = [{"sizes": sizes, "model_seed": seed + i, "input_seed": seed + 5000 + i}
                      for j, sizes in enumerate(task.sizes(self.device_type)) for i in range(self._seeds(j))]
             folder = self.pool.data_dir(f"reference-{key[:16]}")
             inputs_path = str(folder / "inputs.pt")
@@ -356,7 +362,8 @@ class InterpreterVerifier:
     """CPU backend: Triton's interpreter in fork-server workers. Correctness only, no timings."""
 
     def __init__(self, seeds: int = 3, timeout_s: float = 120.0, workers: int = 1,
-                 cache_path: str | None = None, static_checks: bool = True, memory_limit_gb: float | None = 8.0,
+                 cache_path: str | None = None, static_checks: bool = True,
+                 memory_limit_gb: float | None = 8.0,
                  cpu_threads: int | None = 1, seed: int | None = None, strict: bool = False) -> None:
         settings = Settings(seeds=seeds, timeout_s=timeout_s, static_checks=static_checks, seed=seed,
                             strict=strict, baselines=False)
@@ -401,7 +408,8 @@ class LocalVerifier:
                             excess_speedup=excess_speedup, timing=timing, baselines=baselines,
                             compile_baseline=compile_baseline, baseline_timeout_s=baseline_timeout_s,
                             peaks=peaks, seed=seed, strict=strict)
-        envs = [_worker_env({"TRITON_INTERPRET": None, "CUDA_VISIBLE_DEVICES": str(_physical(g))}) for g in gpus]
+        envs = [_worker_env({"TRITON_INTERPRET": None, "CUDA_VISIBLE_DEVICES": str(_physical(g))})
+                for g in gpus]
         pool = WorkerPool("cuda", envs, memory_limit_gb, None)
         self.engine = Engine(pool, settings, "cuda", cache_path)
 
@@ -459,7 +467,10 @@ def _timing_outputs_problem(task: Task, reference: Reference, result: dict[str, 
     found equal to its case's expected outputs (None), and the candidate child found equal to its
     own outputs for that case (None), is the case's check again: nothing left to compare."""
     primary = [i for i, c in enumerate(reference.cases) if c["sizes"] == reference.cases[0]["sizes"]]
-    for k, (i, ref, out) in enumerate(zip(primary, reference.timing_expected, result["timing_outputs"])):
+    if len(result["timing_outputs"]) != len(primary):
+        return f"{len(result['timing_outputs'])} untimed output sets came back for {len(primary)} timing sets"
+    sets = zip(primary, reference.timing_expected, result["timing_outputs"], strict=True)
+    for k, (i, ref, out) in enumerate(sets):
         if ref is None and out is None:
             continue
         ref = reference.expected[i]["outputs"] if ref is None else ref

@@ -149,8 +149,11 @@ def test_kill_9_mid_run_then_resume_equals_an_uninterrupted_run(tmp_path, refere
     trajectory = read_jsonl(out / "trajectory.jsonl")
     keys = [(r["step"], r["attempt"]) for r in trajectory]
     assert len(keys) == len(set(keys)) == crash_run.ATTEMPTS  # nothing lost, nothing repeated
-    for got, want in zip(without_wall(trajectory), without_wall(read_jsonl(reference / "trajectory.jsonl"))):
-        assert got == want, {k: (got.get(k), want.get(k)) for k in got.keys() | want.keys() if got.get(k) != want.get(k)}
+    expected = without_wall(read_jsonl(reference / "trajectory.jsonl"))
+    for got, want in zip(without_wall(trajectory), expected, strict=True):
+        changed = {k: (got.get(k), want.get(k))
+                   for k in got.keys() | want.keys() if got.get(k) != want.get(k)}
+        assert got == want, changed
     for name in ("kernel.py", "report.md"):
         assert (out / name).read_text() == (reference / name).read_text(), name
     result, expected = (json.loads((d / "result.json").read_text()) for d in (out, reference))

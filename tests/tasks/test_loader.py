@@ -96,7 +96,8 @@ BAD = {
     "non-tensor output": (GOOD.replace("return torch.relu(x @ self.weight) * 2.0", "return 3.0"),
                           r"bad\.py: Model.forward must return a tensor .*got float"),
     "forward raises": (GOOD.replace("x @ self.weight", "x @ x"), r"bad\.py: Model.forward raised"),
-    "import fails": ("import not_a_module\n" + GOOD, r"bad\.py: importing the task raised ModuleNotFoundError"),
+    "import fails": ("import not_a_module\n" + GOOD,
+                     r"bad\.py: importing the task raised ModuleNotFoundError"),
     "Model not a module": (GOOD.replace("class Model(nn.Module):", "class Model:"),
                            r"`Model` must be a torch.nn.Module subclass"),
 }

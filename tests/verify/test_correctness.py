@@ -103,8 +103,10 @@ def test_case_structure_types_and_mutation():
     assert "returned tuple" in compare_case(expected, _got([ref], kind="tuple"), {}, "cpu", "c").message
     bad_type = _got([], type_errors=["output 0 is torch.nn.parameter.Parameter, not exactly torch.Tensor"])
     assert "not exactly torch.Tensor" in compare_case(expected, bad_type, {}, "cpu", "c").message
-    assert "output on cuda:0" in compare_case(expected, _got([ref], devices=["cuda:0"]), {}, "cpu", "c").message
-    assert "modified input(s) [0]" in compare_case(expected, _got([ref], mutated_inputs=[0]), {}, "cpu", "c").message
+    on_gpu = compare_case(expected, _got([ref], devices=["cuda:0"]), {}, "cpu", "c")
+    assert "output on cuda:0" in on_gpu.message
+    mutated = compare_case(expected, _got([ref], mutated_inputs=[0]), {}, "cpu", "c")
+    assert "modified input(s) [0]" in mutated.message
 
 
 def test_runs_must_agree_unless_atomics_reorder_sums():
@@ -117,6 +119,8 @@ def test_runs_must_agree_unless_atomics_reorder_sums():
     assert atomics.ok and any("nondeterministic" in f for f in atomics.flags)
     wrong_second = compare_runs(first, [ref + 1.0], False, True, [ref], {}, "c")
     assert not wrong_second.ok and "second run" in wrong_second.message
+    fewer_second = compare_runs([ref, ref], [ref.clone()], False, True, [ref, ref], {}, "c")
+    assert not fewer_second.ok and "1 output tensor(s) where the reference has 2" in fewer_second.message
 
 
 def test_comparisons_run_in_a_float_type_that_holds_the_values_exactly():

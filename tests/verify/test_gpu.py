@@ -56,7 +56,8 @@ def test_side_stream_launch_is_timed_honestly(gpu_unchecked):
     honest_ms = gpu_unchecked.verify(task, Program(SOFTMAX)).candidate_ms
     sneaky = SOFTMAX.replace(
         "        out = torch.empty_like(x)\n        softmax_kernel",
-        "        out = torch.empty_like(x)\n        self.side = getattr(self, 'side', None) or torch.cuda.Stream()\n"
+        "        out = torch.empty_like(x)\n"
+        "        self.side = getattr(self, 'side', None) or torch.cuda.Stream()\n"
         "        with torch.cuda.stream(self.side):\n            softmax_kernel").replace(
         "                                BLOCK=triton.next_power_of_2(cols))",
         "                                    BLOCK=triton.next_power_of_2(cols))")

@@ -23,7 +23,8 @@ def check(body: str, library=()):
 def model(forward_body: str, init_body: str = "") -> str:
     init = f"    def __init__(self):\n        super().__init__()\n{textwrap.indent(init_body, ' ' * 8)}\n" \
         if init_body else ""
-    return f"class ModelNew(nn.Module):\n{init}    def forward(self, x):\n{textwrap.indent(forward_body, ' ' * 8)}\n"
+    body = textwrap.indent(forward_body, " " * 8)
+    return f"class ModelNew(nn.Module):\n{init}    def forward(self, x):\n{body}\n"
 
 
 @pytest.mark.parametrize("name,task,program", honest(), ids=lambda x: x if isinstance(x, str) else "")

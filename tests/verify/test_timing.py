@@ -71,7 +71,8 @@ def test_side_stream_work_is_inside_the_timed_region():
         return [inputs[0]]
 
     s = sets(size=1024)
-    result = time_calls({"idle": idle, "sneaky": sneaky}, s, {}, True, TimingOptions(max_reps=10, warmup_ms=1))
+    options = TimingOptions(max_reps=10, warmup_ms=1)
+    result = time_calls({"idle": idle, "sneaky": sneaky}, s, {}, True, options)
     assert result["timings"]["sneaky"]["median_ms"] > 5 * result["timings"]["idle"]["median_ms"] + 1.0
     assert result["timings"]["sneaky"]["side_work"] == result["timings"]["sneaky"]["reps"]
     assert result["timings"]["idle"]["side_work"] < result["timings"]["idle"]["reps"] / 2  # round-trip noise

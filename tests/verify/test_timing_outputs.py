@@ -7,7 +7,9 @@ import torch
 from corpus_index import TASKS
 
 from mtmc.tasks import load_task
+from mtmc.verify import Status
 from mtmc.verify.child import _same, _unless_same
+from mtmc.verify.static import check_source
 from mtmc.verify.verifier import Engine, Reference, Settings, _timing_outputs_problem
 
 TASK = load_task(TASKS / "pointwise.py")
@@ -60,3 +62,15 @@ def test_only_the_first_gpu_size_gets_every_seed():
 def test_reference_size_counts_every_kept_tensor():
     reference = _reference([None, [torch.zeros(10)], None])
     assert reference.nbytes == 4 * 4 * 4 + 10 * 4
+
+
+def test_missing_timing_output_sets_fail():
+    assert "2 untimed output sets came back for 3" in _timing_outputs_problem(
+        TASK, _reference([None] * 3), _result([None] * 2))
+
+
+def test_a_child_that_returns_fewer_cases_than_asked_is_rejected():
+    result = _result(None) | {"launches": {"k": 4}, "tampered": [], "threads_started": 0}
+    result["cases"] = result["cases"][:2]
+    verdict = Engine._judge_run(None, TASK, check_source(""), _reference(None), result)
+    assert verdict.status is Status.REJECTED and "results for 2 of 4 cases" in verdict.message

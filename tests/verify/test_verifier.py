@@ -39,7 +39,8 @@ def test_infrastructure_failures_are_not_cached(verifier, tmp_path, monkeypatch)
     cache = VerdictCache(tmp_path / "verdicts.sqlite")
     monkeypatch.setattr(verifier.engine, "cache", cache)
     monkeypatch.setattr(verifier.engine, "_judge",
-                        lambda task, program: Verdict(Status.CRASH, "worker died", flags=["infrastructure: x"]))
+                        lambda task, program: Verdict(Status.CRASH, "worker died",
+                                                      flags=["infrastructure: x"]))
     verifier.verify(*honest_softmax())
     assert len(cache) == 0
 
@@ -49,7 +50,8 @@ def test_seeds_are_secret_per_verifier_unless_given(verifier):
     task, _ = honest_softmax()
     cases = verifier.engine._reference(task).cases
     assert len(cases) == 2 * 3  # two CPU sizes x three seeds
-    assert len({c["model_seed"] for c in cases}) == 3 and all(c["input_seed"] != c["model_seed"] for c in cases)
+    assert len({c["model_seed"] for c in cases}) == 3
+    assert all(c["input_seed"] != c["model_seed"] for c in cases)
 
 
 def test_broken_task_raises(verifier):
