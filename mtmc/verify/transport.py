@@ -9,14 +9,15 @@ spent 70 s writing and reading its reference outputs. A raw file written through
 costs one copy and no parsing, and the main process maps it back without reading it. The mapping
 outlives the file's removal, so the scratch folder can go as soon as the result is restored.
 
-A marker names a file in the child's own scratch folder only, and its size must match the shape
-and dtype it claims: a child can hand back its result, nothing else.
+A marker names a plain file in the child's own scratch folder only, and its size must match the
+shape and dtype it claims: a child can hand back its result, nothing else.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,9 @@ def restore(value: Any, folder: Path) -> Any:
 
 
 def _write(tensor: torch.Tensor, folder: Path, name: str) -> dict[str, Any]:
-    # A copy straight from the tensor's device into the mapped file (a GPU tensor: one D2H copy).
+    # A new file of our own (O_EXCL: nothing the candidate left in its working folder, such as a
+    # link to another file, is written through), then one copy straight from the tensor's device.
+    os.close(os.open(folder / name, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
     mapped = torch.from_file(str(folder / name), shared=True, size=tensor.numel(), dtype=tensor.dtype)
     mapped.copy_(tensor.detach().reshape(-1))
     return {MARKER: name, "shape": list(tensor.shape), "dtype": str(tensor.dtype).removeprefix("torch.")}
@@ -70,6 +73,8 @@ def _read(marker: dict[str, Any], folder: Path) -> torch.Tensor:
     shape = [int(s) for s in marker["shape"]]
     numel = math.prod(shape)
     path = folder / name
+    if path.is_symlink() or not path.is_file():
+        raise ValueError(f"{name}: not a plain file")
     expected = numel * dtype.itemsize
     if path.stat().st_size != expected:
         raise ValueError(f"{name}: {path.stat().st_size} bytes where shape {shape} {dtype} needs {expected}")

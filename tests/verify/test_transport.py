@@ -56,6 +56,19 @@ def test_markers_that_point_elsewhere_or_lie_about_size_are_refused(tmp_path, ma
         restore({"out": marker}, tmp_path)
 
 
+def test_links_are_neither_written_through_nor_read(tmp_path):
+    elsewhere = tmp_path / "elsewhere.bin"
+    elsewhere.write_bytes(b"\0" * 16)
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "tensor0.bin").symlink_to(elsewhere)
+    with pytest.raises(FileExistsError):
+        offload({"x": torch.ones(4)}, job, min_bytes=1)
+    assert elsewhere.read_bytes() == b"\0" * 16
+    with pytest.raises(ValueError, match="not a plain file"):
+        restore({"x": {MARKER: "tensor0.bin", "shape": [4], "dtype": "float32"}}, job)
+
+
 def test_scratch_parent_prefers_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("MTMC_VERIFY_TMPDIR", str(tmp_path))
     assert pool_module.scratch_parent() == str(tmp_path)
