@@ -56,8 +56,15 @@ def restore(value: Any, folder: Path) -> Any:
 
 def _write(tensor: torch.Tensor, folder: Path, name: str) -> dict[str, Any]:
     # A new file of our own (O_EXCL: nothing the candidate left in its working folder, such as a
-    # link to another file, is written through), then one copy straight from the tensor's device.
-    os.close(os.open(folder / name, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    # link to another file, is written through), its space reserved up front: a full /dev/shm then
+    # fails here as the harness's error, not later as a SIGBUS that would read as the candidate's
+    # crash. Then one copy straight from the tensor's device.
+    fd = os.open(folder / name, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
+    try:
+        if tensor.nbytes:
+            os.posix_fallocate(fd, 0, tensor.nbytes)
+    finally:
+        os.close(fd)
     mapped = torch.from_file(str(folder / name), shared=True, size=tensor.numel(), dtype=tensor.dtype)
     mapped.copy_(tensor.detach().reshape(-1))
     return {MARKER: name, "shape": list(tensor.shape), "dtype": str(tensor.dtype).removeprefix("torch.")}

@@ -69,6 +69,20 @@ def test_links_are_neither_written_through_nor_read(tmp_path):
         restore({"x": {MARKER: "tensor0.bin", "shape": [4], "dtype": "float32"}}, job)
 
 
+def test_a_full_folder_fails_while_writing_not_later(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    from mtmc.verify import transport
+
+    def full(fd, offset, length):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(transport.os, "posix_fallocate", full)
+    with pytest.raises(OSError, match="No space left"):
+        offload({"x": torch.ones(4)}, tmp_path, min_bytes=1)
+
+
 def test_scratch_parent_prefers_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("MTMC_VERIFY_TMPDIR", str(tmp_path))
     assert pool_module.scratch_parent() == str(tmp_path)
