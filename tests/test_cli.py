@@ -42,3 +42,12 @@ def test_tasks_bad_folder_is_one_line(tmp_path):
 def test_dispatch_errors(args, code, text):
     result = mtmc(*args)
     assert result.returncode == code and text in result.stdout + result.stderr
+
+
+def test_optimize_refuses_a_folder_that_holds_a_run_and_leaves_it_alone(tmp_path):
+    (tmp_path / "checkpoints.sqlite").write_bytes(b"")
+    (tmp_path / "config.yaml").write_text("the earlier run's config\n")
+    result = mtmc("optimize", "task=softmax_lastdim", f"hydra.run.dir={tmp_path}")
+    assert result.returncode != 0
+    assert f"already holds a run: continue it with resume={tmp_path}" in result.stderr
+    assert (tmp_path / "config.yaml").read_text() == "the earlier run's config\n"

@@ -23,6 +23,10 @@ def run(cfg: DictConfig) -> OptimizeResult:
     out_dir = Path(cfg.resume) if cfg.resume else Path(HydraConfig.get().runtime.output_dir)
     if cfg.resume and not (out_dir / "checkpoints.sqlite").is_file():
         raise SystemExit(f"mtmc optimize: resume={out_dir}: no run to resume there (no checkpoints.sqlite)")
+    if not cfg.resume and (out_dir / "checkpoints.sqlite").is_file():
+        # Before anything is written or started: the folder's config.yaml belongs to its own run.
+        raise SystemExit(f"mtmc optimize: {out_dir} already holds a run: continue it with "
+                         f"resume={out_dir}, or choose a fresh folder")
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
 
