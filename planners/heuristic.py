@@ -11,9 +11,10 @@ the task's regime, read from the summary:
 - memory-bound: vectorize, a larger 1-D BLOCK, 8 warps for large outputs (4 for small), autotune.
 
 Wanted parameters are matched to the nearest legal strategy of the same kind (log2 distance). Each
-kind is tried once (every legal fusion, though), a step already tried is never proposed again, and
-the planner stops once `patience` steps in a row did
-not help (rejected, or accepted without a better speedup) or its list is used up.
+kind is tried once (every legal fusion, though), a step already tried is not proposed again (except
+a fusion that failed before another fusion was accepted: see `worth_retrying`), and the planner
+stops once `patience` steps in a row did not help (rejected, or accepted without a better speedup)
+or its list is used up.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ class HeuristicPlanner:
             return _first_of_kind(moves, "port") or _first_of_kind(moves, "library") or moves[0]
         tried = {record.strategy for record in state.history}
         tried_kinds = {Strategy.parse(text).kind for text in tried}
-        fresh = [s for s in moves if str(s) not in tried]
+        fresh = [s for s in moves if str(s) not in tried or worth_retrying(str(s), state.history)]
         for kind, params in self.wishlist(state.summary):
             if kind in tried_kinds and kind not in CUMULATIVE:
                 continue  # one tile (warps, stages, ...) choice per run: the alternatives are not steps
@@ -81,6 +82,20 @@ class HeuristicPlanner:
     def is_matmul_heavy(self, summary: TaskSummary) -> bool:
         return (summary.matmul_flops * 2 >= summary.flops > 0
                 and summary.intensity >= self.compute_bound_intensity)
+
+
+def worth_retrying(strategy: str, history: list[StepRecord]) -> bool:
+    """A fusion that did not pass on its own may pay once another fusion has changed the kernels:
+    rmsnorm's `fuse epilogue` gains nothing while its prologue kernel still writes fp32 copies,
+    and makes one kernel of the row after `fuse prologue`. True when `strategy` is such a kind, its
+    last try was not accepted, and a step of its kind has been accepted since."""
+    kind = Strategy.parse(strategy).kind
+    if kind not in CUMULATIVE:
+        return False
+    last = max((r.index for r in history if r.strategy == strategy), default=None)
+    if last is None or any(r.index == last and r.accepted for r in history):
+        return False
+    return any(r.index > last and r.accepted and Strategy.parse(r.strategy).kind == kind for r in history)
 
 
 def stalled(history: list[StepRecord], patience: int) -> bool:

@@ -90,6 +90,16 @@ def test_heuristic_tunes_a_memory_bound_task_for_bandwidth():
     assert "num_warps 4" in small
 
 
+def test_heuristic_retries_a_failed_fusion_once_another_fusion_changed_the_kernels():
+    legal = ["fuse epilogue", "vectorize", "tile BLOCK=4096", "stop"]
+    rejected_first = [record(0, "port", speedup=2.2), record(1, "fuse epilogue", accepted=False)]
+    assert HeuristicPlanner().propose(state(legal, history=rejected_first)) == Strategy.parse("vectorize")
+    then_prologue = rejected_first + [record(2, "fuse prologue", speedup=4.0)]
+    assert HeuristicPlanner().propose(state(legal, history=then_prologue)) == Strategy.parse("fuse epilogue")
+    tuned_only = rejected_first + [record(2, "vectorize", speedup=2.5)]  # not a fusion: no retry
+    assert HeuristicPlanner().propose(state(legal, history=tuned_only)) == Strategy.parse("tile BLOCK=4096")
+
+
 def test_heuristic_only_proposes_legal_steps():
     for legal in (["stop"], ["num_warps 4", "stop"], ["precision tf32", "stop"], TUNING):
         step = HeuristicPlanner().propose(state(legal, matmul=True))
