@@ -11,10 +11,9 @@ the task's regime, read from the summary:
 - memory-bound: vectorize, a larger 1-D BLOCK, 8 warps for large outputs (4 for small), autotune.
 
 Wanted parameters are matched to the nearest legal strategy of the same kind (log2 distance). Each
-kind is tried once (every legal fusion, though), a step already tried is not proposed again (except
-a fusion that failed before another fusion was accepted: see `worth_retrying`), and the planner
-stops once `patience` steps in a row did not help (rejected, or accepted without a better speedup)
-or its list is used up.
+kind is tried once, except fusions, which add up (see `may_repeat`); a step already tried is not
+proposed again, and the planner stops once `patience` steps in a row did not help (rejected, or
+accepted without a better speedup) or its list is used up.
 """
 
 from __future__ import annotations
@@ -47,7 +46,7 @@ class HeuristicPlanner:
             return _first_of_kind(moves, "port") or _first_of_kind(moves, "library") or moves[0]
         tried = {record.strategy for record in state.history}
         tried_kinds = {Strategy.parse(text).kind for text in tried}
-        fresh = [s for s in moves if str(s) not in tried or worth_retrying(str(s), state.history)]
+        fresh = [s for s in moves if str(s) not in tried or may_repeat(str(s), state.history)]
         for kind, params in self.wishlist(state.summary):
             if kind in tried_kinds and kind not in CUMULATIVE:
                 continue  # one tile (warps, stages, ...) choice per run: the alternatives are not steps
@@ -84,18 +83,20 @@ class HeuristicPlanner:
                 and summary.intensity >= self.compute_bound_intensity)
 
 
-def worth_retrying(strategy: str, history: list[StepRecord]) -> bool:
-    """A fusion that did not pass on its own may pay once another fusion has changed the kernels:
-    rmsnorm's `fuse epilogue` gains nothing while its prologue kernel still writes fp32 copies,
-    and makes one kernel of the row after `fuse prologue`. True when `strategy` is such a kind, its
-    last try was not accepted, and a step of its kind has been accepted since."""
+def may_repeat(strategy: str, history: list[StepRecord]) -> bool:
+    """Fusions add up, so a fusion step already tried may be proposed again: after it was accepted
+    (the same name now merges the next pair: kl_div_rows needs three `fuse epilogue` to become one
+    kernel), or after it was rejected once another fusion has changed the kernels (rmsnorm_fp16's
+    `fuse epilogue` gained nothing alone on an H100, and makes one kernel of the row after
+    `fuse prologue`). The coder stops offering a fusion when no pair is left."""
     kind = Strategy.parse(strategy).kind
-    if kind not in CUMULATIVE:
+    tries = [r for r in history if r.strategy == strategy]
+    if kind not in CUMULATIVE or not tries:
         return False
-    last = max((r.index for r in history if r.strategy == strategy), default=None)
-    if last is None or any(r.index == last and r.accepted for r in history):
-        return False
-    return any(r.index > last and r.accepted and Strategy.parse(r.strategy).kind == kind for r in history)
+    last = tries[-1]
+    fused_since = any(r.index > last.index and r.accepted and Strategy.parse(r.strategy).kind == kind
+                      for r in history)
+    return last.accepted or fused_since
 
 
 def stalled(history: list[StepRecord], patience: int) -> bool:

@@ -43,14 +43,18 @@ def record(i, strategy, accepted=True, speedup=None) -> StepRecord:
 
 
 def play(planner, legal, *, matmul, **kw) -> list[str]:
-    """Let a planner run against a fixed legal set where every step is accepted, until it stops."""
+    """Let a planner run until it stops, every step accepted; the legal set stays fixed except that
+    a fusion, once applied, is no longer offered (as with the template coder: no pair left)."""
     history = [record(0, "port")]
+    legal = list(legal)
     while True:
         step = planner.propose(state(legal, history=history, matmul=matmul, **kw))
         if step.is_stop or len(history) > 20:
             return [r.strategy for r in history[1:]]
         assert step in [Strategy.parse(s) for s in legal]
         history.append(record(len(history), str(step)))
+        if step.kind == "fuse":
+            legal.remove(str(step))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -88,6 +92,14 @@ def test_heuristic_tunes_a_memory_bound_task_for_bandwidth():
     assert steps == ["fuse epilogue", "vectorize", "tile BLOCK=4096", "num_warps 8", "autotune"]
     small = play(HeuristicPlanner(), TUNING, matmul=False, out_shape=(64, 64))
     assert "num_warps 4" in small
+
+
+def test_heuristic_repeats_an_accepted_fusion_while_the_coder_offers_it():
+    legal = ["fuse epilogue", "vectorize", "stop"]
+    once = [record(0, "port", speedup=1.2), record(1, "fuse epilogue", speedup=1.7)]
+    assert HeuristicPlanner().propose(state(legal, history=once)) == Strategy.parse("fuse epilogue")
+    no_pair_left = state(["vectorize", "stop"], history=once)
+    assert HeuristicPlanner().propose(no_pair_left) == Strategy.parse("vectorize")
 
 
 def test_heuristic_retries_a_failed_fusion_once_another_fusion_changed_the_kernels():
