@@ -51,3 +51,19 @@ def test_port_and_every_legal_step_are_accepted(name, verifier):
         if not verdict.ok:
             rejected.append(f"{strategy}: {verdict.status} {verdict.message[:300]}")
     assert not rejected, "\n".join(rejected)
+
+
+@pytest.mark.parametrize("name, kernels", [("kl_div_rows", 1), ("rmsnorm_fp16", 1), ("add_rmsnorm_bf16", 1)])
+def test_fusing_while_a_fusion_is_offered_stays_correct(name, kernels, verifier):
+    """The heuristic planner repeats fusions while the coder offers them (planners/heuristic.py,
+    `may_repeat`): the program at the end of that chain must still be right, and be few kernels."""
+    task = load_task(name)
+    program = coder.apply(task, None, PORT)
+    applied = []
+    while fusions := [s for s in coder.legal_strategies(task, program) if s.kind == "fuse"]:
+        program = coder.apply(task, program, fusions[0])
+        applied.append(str(fusions[0]))
+        assert len(applied) < 10, applied
+    verdict = verifier.verify(task, program)
+    assert verdict.ok, f"{applied}: {verdict.status} {verdict.message[:300]}"
+    assert program.source.count("@triton.jit") == kernels, applied
