@@ -55,7 +55,7 @@ def probe(device: str) -> dict[str, Any]:
 # reference
 # ------------------------------------------------------------------------------------------------
 def reference(task_name: str, task_source: str, cases: list[dict[str, Any]], device: str,
-              inputs_path: str, timing_sets: bool) -> dict[str, Any]:
+              inputs_path: str, timing_sets: list[int] | None) -> dict[str, Any]:
     """Expected outputs of every case; the cases' seeds and input fingerprints go to `inputs_path`."""
     _precise_reference()
     task = Task(name=task_name, source=task_source)
@@ -72,12 +72,11 @@ def reference(task_name: str, task_source: str, cases: list[dict[str, Any]], dev
                             "out_meta": [[list(o.shape), str(o.dtype)] for o in outputs]})
     timing = None
     timing_expected = None
-    if timing_sets:  # the first case's model on every primary-size case's inputs (see timing.py)
-        primary = [i for i, c in enumerate(cases) if c["sizes"] == cases[0]["sizes"]]
+    if timing_sets:  # the first case's model on each timing set's inputs (see timing.py)
         model = _reference_model(task, cases[0], device)
         timing_expected = [_unless_same(_as_list(_forward(model, all_inputs[i])), expected[i]["outputs"])
-                           for i in primary]
-        timing = {"case": 0, "sets": primary}
+                           for i in timing_sets]
+        timing = {"case": 0, "sets": timing_sets}
     # Only seeds and fingerprints are saved: every child regenerates the inputs on its device
     # (GPU-sized inputs are GBs; writing and reading them back cost more than the verdict itself).
     torch.save({"task_name": task_name, "task_source": task_source, "cases": saved_cases, "timing": timing},

@@ -78,6 +78,7 @@ class Reference:
     expected: list[dict[str, Any]]
     timing_expected: list[list[torch.Tensor] | None] | None  # None: equal to that case's expected
     inputs_path: str
+    timing_sets: list[int] | None = None  # the cases whose inputs are timed (on a GPU: the first size's)
 
     @property
     def nbytes(self) -> int:
@@ -276,16 +277,20 @@ class Engine:
             seed = self.base_seed
             cases = [{"sizes": sizes, "model_seed": seed + i, "input_seed": seed + 5000 + i}
                      for j, sizes in enumerate(task.sizes(self.device_type)) for i in range(self._seeds(j))]
+            # Timed on a GPU: the first size's cases, each its own input set (see timing.py).
+            timing_sets = [i for i, c in enumerate(cases) if c["sizes"] == cases[0]["sizes"]] \
+                if self.device_type == "cuda" else None
             folder = self.pool.data_dir(f"reference-{key[:16]}")
             inputs_path = str(folder / "inputs.pt")
             outcome, result = self.pool.run(
                 "reference", {"task_name": task.name, "task_source": task.source, "cases": cases,
                               "device": self.device_type, "inputs_path": inputs_path,
-                              "timing_sets": self.device_type == "cuda"}, self.settings.timeout_s)
+                              "timing_sets": timing_sets}, self.settings.timeout_s)
             if outcome.status != "done":
                 raise VerifierError(f"{task.where}: running the reference failed ({outcome.status} "
                                     f"{outcome.detail}):\n{outcome.log_tail}")
-            reference = Reference(cases, result["expected"], result["timing_expected"], inputs_path)
+            reference = Reference(cases, result["expected"], result["timing_expected"], inputs_path,
+                                  timing_sets)
             self._references[key] = reference
             while len(self._references) > 1 and (
                     len(self._references) > REFERENCES_KEPT
@@ -466,10 +471,11 @@ def _timing_outputs_problem(task: Task, reference: Reference, result: dict[str, 
     """The untimed outputs on each timing set against the reference. A set the reference child
     found equal to its case's expected outputs (None), and the candidate child found equal to its
     own outputs for that case (None), is the case's check again: nothing left to compare."""
-    primary = [i for i, c in enumerate(reference.cases) if c["sizes"] == reference.cases[0]["sizes"]]
-    if len(result["timing_outputs"]) != len(primary):
-        return f"{len(result['timing_outputs'])} untimed output sets came back for {len(primary)} timing sets"
-    sets = zip(primary, reference.timing_expected, result["timing_outputs"], strict=True)
+    timing_sets = reference.timing_sets or []
+    if len(result["timing_outputs"]) != len(timing_sets):
+        return (f"{len(result['timing_outputs'])} untimed output sets came back for {len(timing_sets)} "
+                "timing sets")
+    sets = zip(timing_sets, reference.timing_expected, result["timing_outputs"], strict=True)
     for k, (i, ref, out) in enumerate(sets):
         if ref is None and out is None:
             continue
