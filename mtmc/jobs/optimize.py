@@ -9,7 +9,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from mtmc.optimize import OptimizeResult, run_optimize
+from mtmc.optimize import CHECKPOINTS, OptimizeResult, run_optimize
 from mtmc.tasks import TaskError, load_task
 
 log = logging.getLogger(__name__)
@@ -21,9 +21,10 @@ def run(cfg: DictConfig) -> OptimizeResult:
     except TaskError as err:
         raise SystemExit(f"mtmc optimize: {err}") from None
     out_dir = Path(cfg.resume) if cfg.resume else Path(HydraConfig.get().runtime.output_dir)
-    if cfg.resume and not (out_dir / "checkpoints.sqlite").is_file():
-        raise SystemExit(f"mtmc optimize: resume={out_dir}: no run to resume there (no checkpoints.sqlite)")
-    if not cfg.resume and (out_dir / "checkpoints.sqlite").is_file():
+    has_run = (out_dir / CHECKPOINTS).is_file()
+    if cfg.resume and not has_run:
+        raise SystemExit(f"mtmc optimize: resume={out_dir}: no run to resume there (no {CHECKPOINTS})")
+    if not cfg.resume and has_run:
         # Before anything is written or started: the folder's config.yaml belongs to its own run.
         raise SystemExit(f"mtmc optimize: {out_dir} already holds a run: continue it with "
                          f"resume={out_dir}, or choose a fresh folder")
