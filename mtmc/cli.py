@@ -5,7 +5,7 @@
     mtmc optimize task=softmax_lastdim           plan -> code -> verify loop, run folder out
     mtmc bench suite=builtin:eval                optimize a suite: fast_p, speedups, roofline
     mtmc bench compare=<run1>,<run2>             two benchmark folders side by side
-    mtmc train                                   (planner training)
+    mtmc train data=[runs/bench/heuristic]       learn the LM planner from recorded runs
 
 Each job's config is `conf/<job>.yaml`; anything after the job name is a Hydra override.
 """
@@ -69,7 +69,7 @@ def _run_job(cfg: DictConfig) -> object:
     elif job == "bench":
         from mtmc.jobs.bench import run
     else:
-        from mtmc.jobs.pending import run
+        from mtmc.jobs.train import run
     return run(cfg)
 
 

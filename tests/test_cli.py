@@ -38,7 +38,7 @@ def test_tasks_bad_folder_is_one_line(tmp_path):
 
 
 @pytest.mark.parametrize("args, code, text", [((), 2, "usage: mtmc"), (("frobnicate",), 2, "unknown job"),
-                                              (("train",), 1, "not implemented yet")])
+                                              (("train",), 1, "no data folders given")])
 def test_dispatch_errors(args, code, text):
     result = mtmc(*args)
     assert result.returncode == code and text in result.stdout + result.stderr

@@ -1,0 +1,11 @@
+"""`mtmc train`: the LM planner learned from recorded optimize runs, one module per job.
+
+    data.py      run folders (trajectory.jsonl) -> SFT examples and GRPO plan states; eval tasks refused
+    tiny.py      a tiny random Llama + word-level tokenizer for `model=tiny` smoke runs and tests
+    sft.py       TRL SFTTrainer on prompt-completion examples (loss on the strategy only)
+    grpo.py      TRL GRPOTrainer whose reward runs the coder and the verifier (single-step, first slice)
+    curves.py    train_log.csv and train_curves.png
+    evaluate.py  the trained planner vs random and heuristic on eval-split tasks: eval.csv / eval.md
+
+The prompt is planners/lm.py's `render_prompt`, the one the planner sees at inference.
+"""
