@@ -235,8 +235,15 @@ def _describe_outputs(raw: Any) -> dict[str, Any]:
            for i, o in enumerate(outputs) if type(o) is not torch.Tensor]
     if bad:
         return {"kind": _kind(raw), "type_errors": bad, "outputs": [], "devices": []}
-    return {"kind": _kind(raw), "type_errors": [], "outputs": [o.detach().cpu().clone() for o in outputs],
+    return {"kind": _kind(raw), "type_errors": [], "outputs": [_host_copy(o) for o in outputs],
             "devices": [str(o.device) for o in outputs]}
+
+
+def _host_copy(tensor: torch.Tensor) -> torch.Tensor:
+    """A CPU copy the candidate cannot reach. `.cpu()` of a GPU tensor already is one; cloning it
+    again cost a second pass over GB-sized outputs. A CPU tensor is cloned: `.cpu()` returns it."""
+    tensor = tensor.detach()
+    return tensor.cpu() if tensor.device.type != "cpu" else tensor.clone()
 
 
 def _compare_runs(first: Any, second: Any) -> tuple[bool, list[torch.Tensor] | None]:
@@ -247,7 +254,7 @@ def _compare_runs(first: Any, second: Any) -> tuple[bool, list[torch.Tensor] | N
         return False, None
     if all(x.shape == y.shape and x.dtype == y.dtype and _same(x, y) for x, y in zip(a, b, strict=True)):
         return True, None
-    return False, [y.detach().cpu().clone() for y in b]
+    return False, [_host_copy(y) for y in b]
 
 
 def _poison(out_meta: list[list[Any]], device: str) -> None:
