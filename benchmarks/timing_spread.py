@@ -21,11 +21,14 @@ Variants:
              after the end event is recorded: cudaStreamQuery hands the driver's pending commands
              to the GPU, in case a launch made while the GPU sleeps is held back until the sync
   batched_query  `batched` plus that query after each end event
+  clockprobe `query`'s loop without the query, plus a spin of known cycles after each call, timed
+             by events: the SM clock right after each call, next to that call's time
 
 Hypotheses these separate (H100, 2026-11-23: per-call times of one child jumped from 8.4 us to
 40-60 us in bursts, and children with longer sleeps read slower): idle memory or SMs waking up
 (readflush, warm400), the sleep itself (nosleep), idle gaps between calls (batched), commands
-held back by the driver while the GPU is busy (query, batched_query).
+held back by the driver while the GPU is busy (query, batched_query), the SM clock dropping while
+the GPU only sleeps between calls (clockprobe: slow calls next to low clocks).
 """
 
 from __future__ import annotations
@@ -44,7 +47,8 @@ from mtmc.verify import timing
 
 NUMEL = 1 << 20
 BATCH = 10
-VARIANTS = ("base", "nosleep", "readflush", "warm400", "batched", "query", "batched_query")
+PROBE_CYCLES = 100_000  # 50 us at 2 GHz
+VARIANTS = ("base", "nosleep", "readflush", "warm400", "batched", "query", "batched_query", "clockprobe")
 
 
 @triton.jit
@@ -88,7 +92,7 @@ def time_with_protocol(variant: str) -> dict:
             "sleep_cycles": result["sleep_cycles"]["c"]}
 
 
-def time_batched(batch_size: int = BATCH, query: bool = False, reps: int = 200) -> dict:
+def time_batched(batch_size: int = BATCH, query: bool = False, probe: bool = False, reps: int = 200) -> dict:
     sets = input_sets()
     buffers = [t.clone() for t in sets[0]]
     flush = timing.l2_flush_buffer(buffers[0].device)
@@ -105,7 +109,7 @@ def time_batched(batch_size: int = BATCH, query: bool = False, reps: int = 200) 
         host_ms.append(1e3 * (time.perf_counter() - t0))
         torch.cuda.synchronize()
     cycles = int(timing._sleep_cycles_per_ms() * (batch_size * 2 * statistics.median(host_ms) + 0.05))
-    times, short = [], 0
+    times, short, clocks_mhz = [], 0, []
     for batch in range(reps // batch_size):
         slept = torch.cuda.Event(enable_timing=True)
         events = []
@@ -123,6 +127,11 @@ def time_batched(batch_size: int = BATCH, query: bool = False, reps: int = 200) 
             if query:
                 torch.cuda.current_stream().query()
             events.append((start, end))
+        if probe:  # the SM clock right after the call: a spin of known cycles, timed by events
+            probe_start, probe_end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+            probe_start.record()
+            torch.cuda._sleep(PROBE_CYCLES)
+            probe_end.record()
         enqueue_ms = 1e3 * (time.perf_counter() - host_start)
         torch.cuda.synchronize()
         if slept.elapsed_time(events[-1][0]) < enqueue_ms:
@@ -130,12 +139,16 @@ def time_batched(batch_size: int = BATCH, query: bool = False, reps: int = 200) 
             cycles = min(2 * cycles, timing.MAX_SLEEP_CYCLES)
             continue
         times += [start.elapsed_time(end) for start, end in events]
-    return {"times": times, "short_sleeps": short, "sleep_cycles": cycles}
+        if probe:
+            clocks_mhz.append(round(PROBE_CYCLES / probe_start.elapsed_time(probe_end) / 1e3))
+    return {"times": times, "short_sleeps": short, "sleep_cycles": cycles, "clocks_mhz": clocks_mhz}
 
 
 def child(variant: str, results: multiprocessing.Queue) -> None:
     torch.cuda.init()
-    if variant in ("batched", "query", "batched_query"):
+    if variant == "clockprobe":
+        measured = time_batched(1, probe=True)
+    elif variant in ("batched", "query", "batched_query"):
         measured = time_batched(1 if variant == "query" else BATCH, query=variant != "batched")
     else:
         measured = time_with_protocol(variant)
