@@ -12,7 +12,8 @@ text that does not parse.
 
 `render_prompt` and `completion_text` are the only place the planner's input and output are spelled
 out: `mtmc train` (mtmc/train/) builds its SFT and GRPO examples with the same two functions, so
-training sees exactly what inference sees.
+training sees exactly what inference sees. `score_completions` is the scoring itself, for any (model,
+tokenizer): GRPO's legal rollout (mtmc/train/grpo.py) samples the policy's steps with it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -136,27 +138,60 @@ class LMPlanner:
     @torch.no_grad()
     def score(self, prompt: str, completions: Sequence[str]) -> list[float]:
         """log p(completion + eos | prompt) for each completion, in one batched forward."""
-        rows, starts = tokenize_completions(self.tokenizer, prompt, completions)
-        width = max(len(r) for r in rows)
-        # padded positions are masked and never scored, so any id will do (base models often have no pad)
-        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
-        device = self.model.device
-        input_ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows], device=device)
-        attention = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows], device=device)
-        logits = self.model(input_ids=input_ids, attention_mask=attention).logits.float()
-        # position t predicts token t + 1
-        token_logprobs = logits[:, :-1].log_softmax(-1).gather(-1, input_ids[:, 1:, None]).squeeze(-1)
-        return [token_logprobs[i, start - 1:len(row) - 1].sum().item()
-                for i, (row, start) in enumerate(zip(rows, starts, strict=True))]
+        return [c.score for c in score_completions(self.model, self.tokenizer, prompt, completions)]
 
     def choose(self, scores: Sequence[float], step: int) -> int:
         """Argmax (first on ties) at temperature 0; otherwise a draw from softmax(scores / T) with an
         RNG seeded by (seed, step), so a resumed run makes the choices an uninterrupted one would."""
-        if self.temperature == 0:
-            return max(range(len(scores)), key=lambda i: scores[i])
-        top = max(scores)
-        weights = [math.exp((s - top) / self.temperature) for s in scores]
-        return random.Random(f"{self.seed}:{step}").choices(range(len(scores)), weights=weights)[0]
+        return sample_index(random.Random(f"{self.seed}:{step}"), scores, self.temperature)
+
+
+def sample_index(rng: random.Random, scores: Sequence[float], temperature: float) -> int:
+    """Argmax (first on ties) at temperature 0, else a draw from softmax(scores / temperature).
+    Shared with GRPO's legal rollout, so training samples steps the way the planner does."""
+    if temperature == 0:
+        return max(range(len(scores)), key=lambda i: scores[i])
+    top = max(scores)
+    weights = [math.exp((s - top) / temperature) for s in scores]
+    return rng.choices(range(len(scores)), weights=weights)[0]
+
+
+@dataclass
+class ScoredCompletion:
+    """One completion of a prompt as the model scores it: `prompt_ids + completion_ids` is the row
+    `tokenize_completions` makes, `logprobs[j]` is log p(completion_ids[j] | everything before it)."""
+
+    prompt_ids: list[int]
+    completion_ids: list[int]  # the completion's tokens, eos last
+    logprobs: torch.Tensor  # float32, one per completion token; differentiable unless under no_grad
+
+    @property
+    def score(self) -> float:
+        """log p(completion + eos | prompt): what LMPlanner ranks the legal steps by."""
+        return self.logprobs.sum().item()
+
+
+def score_completions(model: Any, tokenizer: Any, prompt: str,
+                      completions: Sequence[str]) -> list[ScoredCompletion]:
+    """Every completion (+ eos) of `prompt`, tokenized as SFT tokenizes it, scored in one batched forward.
+
+    Any (model, tokenizer) pair: LMPlanner's, or the policy inside GRPO's trainer. No `no_grad` here,
+    so that a caller may differentiate through the log-probabilities; inference wraps it in one.
+    """
+    rows, starts = tokenize_completions(tokenizer, prompt, completions)
+    width = max(len(r) for r in rows)
+    # padded positions are masked and never scored, so any id will do (base models often have no pad)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    device = model.device
+    # right padding: causal attention never lets a real position see the padding after it
+    input_ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows], device=device)
+    attention = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows], device=device)
+    logits = model(input_ids=input_ids, attention_mask=attention).logits.float()
+    # position t predicts token t + 1
+    token_logprobs = logits[:, :-1].log_softmax(-1).gather(-1, input_ids[:, 1:, None]).squeeze(-1)
+    return [ScoredCompletion(prompt_ids=row[:start], completion_ids=row[start:],
+                             logprobs=token_logprobs[i, start - 1:len(row) - 1])
+            for i, (row, start) in enumerate(zip(rows, starts, strict=True))]
 
 
 def tokenize_completions(tokenizer: Any, prompt: str,

@@ -1,7 +1,8 @@
 """`mtmc train`: learn the LM planner from recorded optimize runs, save it, compare it on eval tasks.
 
     recorded runs -> SFT examples / GRPO plan states -> model (tiny or a checkpoint)
-      -> SFT and/or GRPO -> <out>/checkpoint -> train_log.csv + train_curves.png -> eval.{csv,md}
+      -> SFT and/or GRPO (grpo_rollout: sampling among the legal steps, or free generation)
+      -> <out>/checkpoint -> train_log.csv + train_curves.png -> eval.{csv,md}
 """
 
 from __future__ import annotations
@@ -29,6 +30,11 @@ CHECKPOINT = "checkpoint"
 def run(cfg: DictConfig) -> dict[str, Any]:
     if cfg.stage not in STAGES:
         raise SystemExit(f"mtmc train: stage={cfg.stage}: use one of {', '.join(STAGES)}")
+    if "grpo" in STAGES[cfg.stage]:
+        from mtmc.train.grpo import ROLLOUTS
+
+        if cfg.grpo_rollout not in ROLLOUTS:
+            raise SystemExit(f"mtmc train: grpo_rollout={cfg.grpo_rollout}: use one of {', '.join(ROLLOUTS)}")
     out_dir = Path(HydraConfig.get().runtime.output_dir)
     if (out_dir / CHECKPOINT).exists():
         # Its eval folders would be taken as finished results of the new checkpoint.
@@ -41,15 +47,22 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     states = plan_states(runs) if "grpo" in STAGES[cfg.stage] else []
     log.info("%d runs: %d SFT examples, %d GRPO states", len(runs), len(examples), len(states))
 
+    coder = None
+    if states:
+        log.info("Instantiating coder <%s>", cfg.coder._target_)
+        coder = instantiate(cfg.coder)
+
     # the tiny model's vocabulary: everything it will read, and every strategy it could be asked to write
     texts = [e["prompt"] + e["completion"] for e in examples] + [s["prompt"] for s in states]
     texts += [r["strategy"] for run in runs for r in run.steps]
+    if states and cfg.model == "tiny":
+        texts += legal_texts(states, coder, runs)  # GRPO's steps, recorded or not, must read as words
     model, tokenizer = build_model(cfg, texts)
     logs: dict[str, list[dict]] = {}
     if examples:
         logs["sft"] = sft_stage(cfg, model, tokenizer, examples, out_dir)
     if states:
-        logs["grpo"] = grpo_stage(cfg, model, tokenizer, states, runs, out_dir)
+        logs["grpo"] = grpo_stage(cfg, model, tokenizer, states, runs, coder, out_dir)
 
     checkpoint = out_dir / CHECKPOINT
     model.save_pretrained(checkpoint)
@@ -72,6 +85,15 @@ def build_model(cfg: DictConfig, texts: list[str]) -> tuple[Any, Any]:
         raise SystemExit(f"mtmc train: {err}") from None
 
 
+def legal_texts(states: list[dict], coder: Any, runs: list[RecordedRun]) -> list[str]:
+    """Every strategy legal in some GRPO state: a word-level vocabulary without them would read an
+    unrecorded step such as `tile BLOCK=256` as `tile <unk>`, the same as any other tile size."""
+    from mtmc.train.grpo import legal_steps
+
+    tasks = {run.task.name: run.task for run in runs}
+    return [text for steps in legal_steps(states, coder, tasks).values() for text in steps]
+
+
 def sft_stage(cfg: DictConfig, model: Any, tokenizer: Any, examples: list[dict], out_dir: Path) -> list[dict]:
     from trl import SFTConfig
 
@@ -82,19 +104,17 @@ def sft_stage(cfg: DictConfig, model: Any, tokenizer: Any, examples: list[dict],
 
 
 def grpo_stage(cfg: DictConfig, model: Any, tokenizer: Any, states: list[dict], runs: list[RecordedRun],
-               out_dir: Path) -> list[dict]:
+               coder: Any, out_dir: Path) -> list[dict]:
     from trl import GRPOConfig
 
     from mtmc.train.grpo import StepReward, train_grpo
 
     args = GRPOConfig(output_dir=str(out_dir / "grpo"), **OmegaConf.to_container(cfg.grpo, resolve=True))
-    log.info("Instantiating coder <%s>", cfg.coder._target_)
-    coder = instantiate(cfg.coder)
     log.info("Instantiating verifier <%s>", cfg.verifier._target_)
     with instantiate(cfg.verifier) as verifier:
         tasks = {run.task.name: run.task for run in runs}
         reward = StepReward(coder, verifier, tasks, instantiate(cfg.reward))
-        history = train_grpo(model, tokenizer, states, reward, args)
+        history = train_grpo(model, tokenizer, states, reward, args, rollout=cfg.grpo_rollout)
     log.info("GRPO: %d verifier calls", reward.verifier_calls)
     return history
 

@@ -3,7 +3,7 @@
     data.py      run folders (trajectory.jsonl) -> SFT examples and GRPO plan states; eval tasks refused
     tiny.py      a tiny random Llama + word-level tokenizer for `model=tiny` smoke runs and tests
     sft.py       TRL SFTTrainer on prompt-completion examples (loss on the strategy only)
-    grpo.py      TRL GRPOTrainer whose reward runs the coder and the verifier (single-step, first slice)
+    grpo.py      TRL GRPOTrainer sampling among the legal steps; its reward runs the coder and the verifier
     curves.py    train_log.csv and train_curves.png
     evaluate.py  the trained planner vs random and heuristic on eval-split tasks: eval.csv / eval.md
 

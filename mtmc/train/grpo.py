@@ -4,23 +4,39 @@
     log_history = train_grpo(model, tokenizer, plan_states(runs), reward, GRPOConfig(output_dir=...))
 
 A first slice, single-step on purpose: each prompt is one state taken from a recorded trajectory
-(mtmc/train/data.py `plan_states`), the policy writes one strategy, and its reward is that one step's
+(mtmc/train/data.py `plan_states`), the policy picks one strategy, and its reward is that one step's
 `step_reward` (mtmc/reward.py) once the coder has applied it and the verifier has judged it. Nothing
 is rolled out past that step, so what a step sets up for later steps (and what stopping forfeits) is
-not seen; multi-step episodes through the optimize graph (TRL's `rollout_func`) are the next slice.
+not seen; multi-step episodes through the optimize graph are the next slice.
 
-The policy writes its strategy freely here (GRPO needs the log-probabilities of sampled tokens),
-whereas LMPlanner only ever scores the legal steps. A completion that does not parse, or a strategy
-that is not legal in that state, earns `RewardConfig.rejected`, the worst outcome there is: a
-planner that leaves the menu gets nothing done. `stop` earns 0: it keeps the current program.
+How the policy picks (`rollout=`):
+
+- `legal` (default): as LMPlanner acts at inference. `LegalRollout`, TRL's `rollout_func`, scores
+  every legal strategy of the state as a completion of its prompt (planners/lm.py
+  `score_completions`) and samples one from softmax(scores / temperature). An untrained model
+  thus still tries real steps and the group's rewards differ: a learning signal from the first
+  step. The loss is TRL's, on the sampled tokens' log-probabilities under the whole vocabulary: it
+  raises a well-rewarded step's score, which is what the planner ranks by. The rollout's
+  distribution is that one renormalized over the legal set, so TRL's sampling log-probabilities
+  are not exactly the behaviour policy's; nothing here reads them (no vLLM, no off-policy mask).
+- `free`: TRL's own generation; the policy writes its strategy freely, and text that does not parse
+  or is not legal earns `RewardConfig.rejected`. An untrained model almost never writes a legal
+  step, so every reward is the same and there is nothing to learn from until SFT has taught it.
+
+Either way a strategy that is not legal in its state earns `RewardConfig.rejected`, the worst
+outcome there is (a planner that leaves the menu gets nothing done), and `stop` earns 0: it keeps
+the current program.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import torch
 from datasets import Dataset
 from trl import GRPOConfig, GRPOTrainer
 
@@ -30,6 +46,11 @@ from mtmc.reward import RewardConfig, step_reward
 from mtmc.strategies import Strategy, StrategyError
 from mtmc.tasks import Task
 from mtmc.verify.verdict import Status, Verdict
+from planners.lm import completion_text, sample_index, score_completions
+
+log = logging.getLogger(__name__)
+
+ROLLOUTS = ("legal", "free")
 
 
 class StepReward:
@@ -72,18 +93,7 @@ class StepReward:
         return step_reward(verdict, before, self.reward, step=step)
 
     def replay(self, task: Task, accepted: tuple[str, ...]) -> Program | None:
-        """The program the recorded accepted steps made, rebuilt by the coder (None before the port).
-
-        Exact for a deterministic coder such as the template coder: same program, same strategy, same
-        result. An LLM coder would rebuild a different program; it would need the recorded sources.
-        """
-        if not accepted:
-            return None
-        key = (task.name, accepted)
-        if key not in self.programs:
-            before = self.replay(task, accepted[:-1])
-            self.programs[key] = self.coder.apply(task, before, Strategy.parse(accepted[-1]))
-        return self.programs[key]
+        return replay(self.coder, task, accepted, self.programs)
 
     def judge(self, task: Task, program: Program | None, strategy: Strategy) -> Verdict:
         try:
@@ -97,15 +107,117 @@ class StepReward:
         return self.verdicts[key]
 
 
+# ---------------------------------------------------------------------------------------------------
+# sampling among the legal steps
+
+
+def replay(coder: Coder, task: Task, accepted: tuple[str, ...],
+           programs: dict[tuple[str, tuple[str, ...]], Program]) -> Program | None:
+    """The program the recorded accepted steps made, rebuilt by the coder (None before the port);
+    `programs` caches it by (task, accepted steps).
+
+    Exact for a deterministic coder such as the template coder: same program, same strategy, same
+    result. An LLM coder would rebuild a different program; it would need the recorded sources.
+    """
+    if not accepted:
+        return None
+    key = (task.name, accepted)
+    if key not in programs:
+        before = replay(coder, task, accepted[:-1], programs)
+        programs[key] = coder.apply(task, before, Strategy.parse(accepted[-1]))
+    return programs[key]
+
+
+def legal_steps(states: Sequence[dict[str, Any]], coder: Coder, tasks: Mapping[str, Task],
+                programs: dict | None = None) -> dict[str, list[str]]:
+    """prompt text -> the canonical texts of the legal strategies of its state, for every GRPO state.
+
+    Each state is rebuilt the way StepReward rebuilds it (`replay`, the same coder), so the rollout
+    offers exactly the steps the reward accepts as legal. The prompt leaves the task's name out, so
+    two states (two tasks of the same regime, say) can render the same prompt; the policy cannot
+    tell them apart, so it is offered the steps legal in all of them (in the first one's order), and
+    if none is, the steps legal in any (the reward rejects the others).
+    """
+    programs = {} if programs is None else programs
+    offered: dict[str, list[list[str]]] = {}
+    for state in states:
+        task = tasks[state["task"]]
+        program = replay(coder, task, tuple(state["accepted"]), programs)
+        legal = [str(s) for s in coder.legal_strategies(task, program)]
+        offered.setdefault(state["prompt"], []).append(legal)
+    return {prompt: shared_steps(prompt, lists) for prompt, lists in offered.items()}
+
+
+def shared_steps(prompt: str, lists: list[list[str]]) -> list[str]:
+    common = [s for s in lists[0] if all(s in other for other in lists[1:])]
+    if common:
+        return common
+    union = list(dict.fromkeys(s for legal in lists for s in legal))
+    log.warning("%d states share a prompt but no legal step; offering the %d steps legal in any of them:\n%s",
+                len(lists), len(union), prompt)
+    return union
+
+
+class LegalRollout:
+    """TRL `rollout_func(prompts, trainer) -> {"prompt_ids", "completion_ids", "logprobs"}`.
+
+    TRL hands over the batch's prompts with their `num_generations` copies already made, and wants
+    one completion per received prompt, in order. Each distinct prompt's legal steps are scored once
+    with the trainer's current model; each copy then draws one step from softmax(scores /
+    GRPOConfig.temperature), with an RNG seeded by (seed, global step), so a run is reproducible.
+    The ids are those `tokenize_completions` makes (the completion ends with eos), the tokens SFT
+    trains on and LMPlanner scores; `logprobs` are their per-token log-probabilities under the model
+    at temperature 1 (TRL divides the logits by GRPOConfig.temperature for its loss; it reads these
+    only for vLLM's importance sampling and the off-policy mask, both off here). The reward function
+    then gets TRL's decoding of the ids, as in free generation.
+    """
+
+    def __init__(self, legal: Mapping[str, Sequence[str]], seed: int = 0) -> None:
+        self.legal = {prompt: list(steps) for prompt, steps in legal.items()}
+        self.seed = seed
+
+    def __call__(self, prompts: list[str], trainer: Any) -> dict[str, list]:
+        rng = random.Random(f"{self.seed}:{trainer.state.global_step}")
+        temperature = trainer.args.temperature
+        prompt_ids, completion_ids, logprobs = [], [], []
+        with torch.no_grad():  # GRPO recomputes the log-probabilities it differentiates
+            scored = {p: score_completions(trainer.model, trainer.processing_class, p, self.options(p))
+                      for p in dict.fromkeys(prompts)}
+        for prompt in prompts:
+            options = scored[prompt]
+            pick = options[sample_index(rng, [o.score for o in options], temperature)]
+            prompt_ids.append(pick.prompt_ids)
+            completion_ids.append(pick.completion_ids)
+            logprobs.append(pick.logprobs.tolist())
+        return {"prompt_ids": prompt_ids, "completion_ids": completion_ids, "logprobs": logprobs}
+
+    def options(self, prompt: str) -> list[str]:
+        if prompt not in self.legal:
+            raise ValueError(f"LegalRollout: a prompt that is not one of the GRPO states:\n{prompt}")
+        return [completion_text(s) for s in self.legal[prompt]]
+
+
+# ---------------------------------------------------------------------------------------------------
+# training
+
+
 def train_grpo(model: Any, tokenizer: Any, states: Sequence[dict[str, Any]], reward: StepReward,
-               args: GRPOConfig) -> list[dict]:
+               args: GRPOConfig, rollout: str = "legal") -> list[dict]:
+    """GRPO on `states` (plan_states rows); `rollout` is "legal" (sample among the legal steps, as the
+    planner acts) or "free" (TRL's own generation). Returns the trainer's log history."""
     if not states:
         raise ValueError("train_grpo: no plan states")
+    if rollout not in ROLLOUTS:
+        raise ValueError(f"train_grpo: rollout={rollout!r}: use one of {', '.join(ROLLOUTS)}")
     if args.remove_unused_columns:
         raise ValueError("train_grpo: remove_unused_columns must be false (the reward reads the state "
                          "columns)")
+    rollout_func = None
+    if rollout == "legal":  # with the reward's program cache: each state is replayed once
+        legal = legal_steps(states, reward.coder, reward.tasks, reward.programs)
+        rollout_func = LegalRollout(legal, seed=args.seed)
     dataset = Dataset.from_list(list(states))
     trainer = GRPOTrainer(model=model, reward_funcs=reward, args=args, train_dataset=dataset,
-                          processing_class=tokenizer)
+                          processing_class=tokenizer, rollout_func=rollout_func)
     trainer.train()
     return trainer.state.log_history

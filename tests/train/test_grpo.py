@@ -88,10 +88,11 @@ def test_grpo_refuses_to_drop_the_state_columns(tmp_path):
 # end to end
 
 
-def test_grpo_steps_run_end_to_end_on_the_cpu_and_move_the_policy(tmp_path):
-    """States from a recorded run of a built-in train task; a short SFT warm start so the tiny model
-    writes strategies at all (a random one writes noise, every reward -2, no signal); then two GRPO
-    steps whose rewards come from the template coder and the interpreter verifier."""
+def test_free_grpo_steps_run_end_to_end_on_the_cpu_and_move_the_policy(tmp_path):
+    """`rollout="free"`, TRL's own generation. States from a recorded run of a built-in train task; a
+    short SFT warm start so the tiny model writes strategies at all (a random one writes noise, every
+    reward -2, no signal); then two GRPO steps whose rewards come from the template coder and the
+    interpreter verifier. (The default legal rollout: tests/train/test_rollout.py.)"""
     task = load_task("scale_bias_rows")
     write_run(tmp_path / "runs" / task.name, task.name, [("port", ["ok"]), ("vectorize", ["ok"])])
     states = plan_states(load_runs([tmp_path / "runs"]))
@@ -111,7 +112,7 @@ def test_grpo_steps_run_end_to_end_on_the_cpu_and_move_the_policy(tmp_path):
                       save_strategy="no", report_to="none", bf16=False, gradient_checkpointing=False, seed=0)
     with InterpreterVerifier(seeds=1) as verifier:
         reward = StepReward(TemplateCoder(), verifier, {task.name: task}, RewardConfig())
-        log = train_grpo(model, tokenizer, states, reward, args)
+        log = train_grpo(model, tokenizer, states, reward, args, rollout="free")
     steps = [entry for entry in log if "reward" in entry]
     assert len(steps) == 2
     assert reward.verifier_calls >= 1  # legal strategies were written, applied and judged

@@ -32,7 +32,9 @@ def test_train_both_stages_then_evaluate(tmp_path):
                 "grpo.num_generations=4", "eval.tasks=[softplus]", "eval.max_steps=2")
     assert done.returncode == 0, done.stderr[-3000:]
 
-    LMPlanner(str(out / "checkpoint"))  # loads as `planner=lm planner.checkpoint=<out>/checkpoint`
+    planner = LMPlanner(str(out / "checkpoint"))  # loads as `planner=lm planner.checkpoint=<out>/checkpoint`
+    # the tiny vocabulary holds the legal steps GRPO sampled, not only the recorded ones
+    assert planner.tokenizer.convert_tokens_to_ids("BLOCK=256") != planner.tokenizer.unk_token_id
     with (out / "train_log.csv").open() as f:
         assert {row["stage"] for row in csv.DictReader(f)} == {"sft", "grpo"}
     assert (out / "train_curves.png").stat().st_size > 0
@@ -57,5 +59,7 @@ def test_train_refuses_a_run_of_an_eval_task(tmp_path):
 def test_bad_stage_and_missing_model_are_one_line_errors(tmp_path):
     with pytest.raises(SystemExit, match="stage=rl: use one of sft, grpo, both"):
         run(OmegaConf.create({"stage": "rl"}))
+    with pytest.raises(SystemExit, match="grpo_rollout=beam: use one of legal, free"):
+        run(OmegaConf.create({"stage": "both", "grpo_rollout": "beam"}))
     with pytest.raises(SystemExit, match=f"mtmc train: {tmp_path / 'nope'}: no such checkpoint folder"):
         build_model(OmegaConf.create({"model": str(tmp_path / "nope"), "seed": 0}), [])
