@@ -37,6 +37,7 @@ STAGES = (1, 2, 3, 4, 5)
 GROUPS = (1, 4, 8, 16)
 SPLITS = (1, 2, 4, 8)
 SMS = 132  # H100 / H200
+SMEM_BYTES = 227 * 1024  # the most shared memory one program may use on an H100 / H200
 
 
 # --------------------------------------------------------------------------------------------------
@@ -132,7 +133,7 @@ def legal(ir: ProgramIR, task: Task) -> list[Strategy]:
     if fuse.fuse_attention(ir) is not None:
         out.append(Strategy.make("fuse", "attention"))
     kernel = dominant(ir)
-    out += [s for s in _knobs(ir, task, kernel) if _changes(ir, task, s)]
+    out += [s for s in _knobs(ir, task, kernel) if _useful(ir, task, s)]
     return out
 
 
@@ -220,11 +221,33 @@ def _precisions(ir: ProgramIR, task: Task, kernel: Kernel) -> list[Strategy]:
     return [Strategy.make("precision", p) for p in options]
 
 
-def _changes(ir: ProgramIR, task: Task, strategy: Strategy) -> bool:
+def _useful(ir: ProgramIR, task: Task, strategy: Strategy) -> bool:
+    """The step changes the program, and its kernels' tiles still fit in shared memory."""
     try:
-        return apply(ir, task, strategy).to_dict() != ir.to_dict()
+        after = apply(ir, task, strategy)
     except CoderError:
         return False
+    fits = all(smem_bytes(after, k) <= SMEM_BYTES for k in after.kernels())
+    return fits and after.to_dict() != ir.to_dict()
+
+
+def smem_bytes(ir: ProgramIR, kernel: Kernel) -> int:
+    """Shared memory the pipelined loop of a matmul or attention kernel needs, about: `num_stages`
+    buffers of each tile its loop loads (Triton's own count adds a little for layout conversions).
+    On an H100, attention_sdpa_bf16 (head_dim 128) with 128x128 tiles and num_stages 4 failed to
+    launch (OutOfResources: 4 x 128 x (128 + 128) x 2 B of K and V tiles, plus Q's, is 288 KiB).
+    Autotuned kernels are not counted: Triton's autotuner skips configurations that do not fit."""
+    cfg = kernel.config
+    if cfg.get("autotune") or kernel.kind not in ("matmul", "attention"):
+        return 0
+    stages = max(1, int(cfg.get("num_stages", 1)))
+    if kernel.kind == "matmul":
+        itemsize = _ITEMSIZE.get(ir.values[kernel.space["a"]]["dtype"], 4)
+        bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
+        return stages * (bm * bk + bk * bn) * itemsize
+    itemsize = _ITEMSIZE.get(ir.values[kernel.space["q"]]["dtype"], 4)
+    d_qk, d_v = ir.shape(kernel.space["q"])[-1], ir.shape(kernel.space["v"])[-1]
+    return (stages * cfg["BLOCK_N"] * (d_qk + d_v) + cfg["BLOCK_M"] * d_qk) * itemsize
 
 
 # --------------------------------------------------------------------------------------------------

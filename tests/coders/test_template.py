@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from coders.template import TemplateCoder
+from coders.template import TemplateCoder, steps
 from coders.template.emit.program import generate
 from coders.template.ir import ProgramIR
 from mtmc.program import Program
@@ -220,6 +220,27 @@ def test_a_step_that_does_not_fit_is_refused(ports):
         coder.apply(task, ports["softmax_rows"], Strategy.parse("group_m 8"))
     with pytest.raises(CoderError):
         coder.apply(task, ports["softmax_rows"], Strategy.parse("tile BLOCK_M=64 BLOCK_N=64 BLOCK_K=32"))
+
+
+def test_tiles_that_overflow_shared_memory_are_not_offered():
+    # head_dim 128, bf16: 128x128 tiles with 4 stages of K and V need ~288 KiB (failed on an H100)
+    task = load_task("attention_sdpa_bf16")
+    program = coder.apply(task, None, PORT)
+    program = coder.apply(task, program, Strategy.parse("tile BLOCK_M=128 BLOCK_N=128"))
+    legal = [str(s) for s in coder.legal_strategies(task, program)]
+    assert "num_stages 3" in legal and "num_stages 4" not in legal
+    ir = ProgramIR.from_dict(program.metadata["template_ir"])
+    for kernel in ir.kernels():
+        assert 0 < steps.smem_bytes(ir, kernel) <= steps.SMEM_BYTES
+
+
+def test_matmul_shared_memory_counts_every_stage_of_both_tiles():
+    task = load_task("matmul_fp16")
+    ir = ProgramIR.from_dict(coder.apply(task, None, PORT).metadata["template_ir"])
+    kernel = steps.dominant(ir)
+    cfg = kernel.config
+    assert steps.smem_bytes(ir, kernel) == (cfg["num_stages"] * (cfg["BLOCK_M"] * cfg["BLOCK_K"] +
+                                                                 cfg["BLOCK_K"] * cfg["BLOCK_N"]) * 2)
 
 
 def test_unsupported_op_raises_coder_error():
