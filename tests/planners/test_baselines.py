@@ -12,6 +12,7 @@ from mtmc.protocols import PlanState, StepRecord
 from mtmc.strategies import PORT, STOP, Strategy
 from mtmc.tasks import Task, TaskSummary
 from mtmc.tasks.summary import TensorInfo
+from mtmc.verify.verdict import Status, Verdict
 from planners.heuristic import HeuristicPlanner, closest, stalled
 from planners.random import RandomPlanner
 from planners.scripted import ScriptedPlanner
@@ -125,6 +126,16 @@ def test_heuristic_stops_when_nothing_is_legal_or_nothing_helped_twice():
     assert HeuristicPlanner().propose(state(TUNING, history=failed_twice)) == STOP
     once = failed_twice[:2]
     assert HeuristicPlanner().propose(state(TUNING, history=once)) != STOP
+
+
+@pytest.mark.parametrize("roofline_ms, stops", [(0.99, True), (1.2, True), (0.9, False), (None, False)])
+def test_heuristic_stops_at_the_roofline_floor(roofline_ms, stops):
+    verdict = Verdict(Status.OK, candidate_ms=1.0, roofline_ms=roofline_ms)
+    at = state(TUNING, history=[record(0, "port")])
+    at.verdict = verdict
+    assert HeuristicPlanner().propose(at).is_stop is stops
+    at.verdict = None  # the CPU interpreter times nothing: no floor to stop at
+    assert not HeuristicPlanner().propose(at).is_stop
 
 
 def test_stalled_counts_accepted_steps_without_a_better_speedup_as_no_help():
