@@ -29,7 +29,7 @@ BASELINES = ("eager", "compiled")
 # Column order of results.csv; every row has exactly these keys.
 ROW_FIELDS = (
     "task", "family", "split", "status", "correct",
-    "candidate_ms", "eager_ms", "compiled_ms", "speedup_eager", "speedup_compiled",
+    "candidate_ms", "port_ms", "eager_ms", "compiled_ms", "speedup_eager", "speedup_compiled",
     "floor_ms", "bound", "roofline_pct", "eager_roofline_pct", "compiled_roofline_pct", "flops", "bytes",
     "steps", "accepted_steps", "attempts", "verifier_calls", "stop_reason", "return", "wall_s",
     "device", "kernel", "flags", "error",
@@ -54,6 +54,7 @@ def task_row(task: Task, result: dict[str, Any], trajectory: list[dict[str, Any]
         "status": result["status"] if result["kernel"] else "no_program",
         "correct": result["kernel"] is not None and result["status"] == "ok",
         "candidate_ms": verdict.get("candidate_ms"),
+        "port_ms": port_ms(trajectory),
         "eager_ms": verdict.get("eager_ms"),
         "compiled_ms": verdict.get("compiled_ms"),
         "speedup_eager": verdict.get("speedup_eager"),
@@ -78,6 +79,13 @@ def task_row(task: Task, result: dict[str, Any], trajectory: list[dict[str, Any]
                 "eager_roofline_pct": _pct(floor, row["eager_ms"]),
                 "compiled_roofline_pct": _pct(floor, row["compiled_ms"])}
     return row
+
+
+def port_ms(trajectory: list[dict[str, Any]]) -> float | None:
+    """The time of the first accepted program (the plain port, or the library call kept): what the
+    planner's later steps are measured against."""
+    first = next((r for r in trajectory if r["outcome"] == "accepted"), None)
+    return (first["verdict"] or {}).get("candidate_ms") if first else None
 
 
 def error_row(task: Task, message: str, wall_s: float) -> Row:
@@ -118,6 +126,9 @@ def aggregate(rows: Sequence[Row], ps: Sequence[float] = FAST_P) -> dict[str, An
                    for base in BASELINES},
         "geomean_speedup_eager": geomean(r["speedup_eager"] for r in correct),
         "geomean_speedup_compiled": geomean(r["speedup_compiled"] for r in correct),
+        # the plain ports alone, over the same correct tasks: how much the planner's steps added
+        "geomean_port_speedup_eager": geomean(_ratio(r["eager_ms"], r["port_ms"]) for r in correct),
+        "geomean_port_speedup_compiled": geomean(_ratio(r["compiled_ms"], r["port_ms"]) for r in correct),
         "median_roofline_pct": _median(r["roofline_pct"] for r in correct),
         "steps": sum(r["steps"] or 0 for r in rows),
         "verifier_calls": sum(r["verifier_calls"] or 0 for r in rows),
@@ -144,6 +155,10 @@ def is_timed(rows: Sequence[Row]) -> bool:
 def geomean(values: Iterable[float | None]) -> float | None:
     logs = [math.log(v) for v in values if v is not None and v > 0]
     return math.exp(sum(logs) / len(logs)) if logs else None
+
+
+def _ratio(baseline_ms: float | None, ms: float | None) -> float | None:
+    return baseline_ms / ms if baseline_ms and ms else None
 
 
 def _median(values: Iterable[float | None]) -> float | None:

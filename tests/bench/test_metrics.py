@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from mtmc.bench.metrics import aggregate, blank_row, fast_p, geomean, is_timed
+from mtmc.bench.metrics import aggregate, blank_row, fast_p, geomean, is_timed, port_ms
 from mtmc.bench.roofline import floor_ms, load_calibrations, pick
 from mtmc.tasks import load_task, summarize
 from mtmc.verify.verifier import INTERPRETER_DEVICE
@@ -41,6 +41,21 @@ def test_untimed_runs_report_none_but_a_failed_gpu_run_reports_zero():
     assert set(agg["fast_p"]["eager"].values()) == {None} and agg["geomean_speedup_eager"] is None
     gpu_all_failed = [row("a", False, device=H100), row("b", False, device=H100)]
     assert set(aggregate(gpu_all_failed)["fast_p"]["compiled"].values()) == {0.0}
+
+
+def test_port_ms_is_the_first_accepted_program_and_its_geomean_is_over_correct_tasks():
+    def attempt(outcome, ms):
+        return {"outcome": outcome, "verdict": {"candidate_ms": ms}}
+
+    # a failed port attempt, the retried port, then a faster accepted step
+    assert port_ms([attempt("retry", None), attempt("accepted", 2.0), attempt("accepted", 1.0)]) == 2.0
+    assert port_ms([attempt("rejected", 3.0)]) is None
+    rows = [row("a", True) | {"eager_ms": 4.0, "compiled_ms": 2.0, "port_ms": 2.0},
+            row("b", True) | {"eager_ms": 2.0, "compiled_ms": 1.0, "port_ms": 4.0},
+            row("c", False) | {"eager_ms": 9.0, "compiled_ms": 9.0, "port_ms": 1.0}]
+    agg = aggregate(rows)
+    assert agg["geomean_port_speedup_eager"] == pytest.approx(1.0)  # 2x and 0.5x; c is not correct
+    assert agg["geomean_port_speedup_compiled"] == pytest.approx(math.sqrt(0.25))
 
 
 def test_geomean_ignores_missing_values():
