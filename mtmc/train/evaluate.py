@@ -31,7 +31,7 @@ from mtmc.train.data import EVAL_SPLIT
 EVAL_CSV = "eval.csv"
 EVAL_MD = "eval.md"
 COLUMNS = ("planner", "tasks", "correct", "correct_rate", "fast_1.0_eager", "geomean_speedup_eager",
-           "mean_return", "steps", "verifier_calls", "wall_s")
+           "geomean_speedup_compiled", "mean_return", "steps", "verifier_calls", "wall_s")
 
 
 def evaluate_planners(tasks: Sequence[Task], out_dir: Path, *, planners: Mapping[str, dict[str, Any]],
@@ -64,6 +64,7 @@ def table_row(planner: str, rows: Sequence[Row], aggregates: dict[str, Any]) -> 
         "correct_rate": aggregates["correct_rate"],
         "fast_1.0_eager": aggregates["fast_p"]["eager"]["1.0"],  # None without timings (CPU)
         "geomean_speedup_eager": aggregates["geomean_speedup_eager"],
+        "geomean_speedup_compiled": aggregates["geomean_speedup_compiled"],
         "mean_return": sum(returns) / len(returns) if returns else None,
         "steps": aggregates["steps"],
         "verifier_calls": aggregates["verifier_calls"],
@@ -81,12 +82,13 @@ def table_csv(table: Sequence[dict[str, Any]]) -> str:
 
 def table_markdown(table: Sequence[dict[str, Any]], task_names: Sequence[str]) -> str:
     lines = [f"# Planners on {len(task_names)} eval-split task(s)", "", ", ".join(task_names), "",
-             "| planner | correct | fast_1.0 over eager | geomean x eager | mean return | steps "
-             "| verifier calls | wall s |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "| planner | correct | fast_1.0 over eager | geomean x eager | geomean x compile | mean return "
+             "| steps | verifier calls | wall s |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in table:
         fast = "n/a" if r["fast_1.0_eager"] is None else f"{100 * r['fast_1.0_eager']:.1f}%"
         lines.append(f"| {r['planner']} | {r['correct']}/{r['tasks']} | {fast} | "
-                     f"{times(r['geomean_speedup_eager'])} | {num(r['mean_return'], '+.3f')} | "
+                     f"{times(r['geomean_speedup_eager'])} | {times(r['geomean_speedup_compiled'])} | "
+                     f"{num(r['mean_return'], '+.3f')} | "
                      f"{r['steps']} | {r['verifier_calls']} | {r['wall_s']:.1f} |")
     if all(r["fast_1.0_eager"] is None for r in table):
         lines += ["", "No timings (CPU interpreter): correctness and return only."]
