@@ -20,6 +20,7 @@ from planners.scripted import ScriptedPlanner
 TASK = Task(name="t", source="")
 PROGRAM = Program("class ModelNew: ...")
 TUNING = ["fuse epilogue", "tile BLOCK_M=64 BLOCK_N=64 BLOCK_K=32", "tile BLOCK_M=128 BLOCK_N=128 BLOCK_K=64",
+          "tile BLOCK_M=128 BLOCK_N=256 BLOCK_K=64",
           "tile BLOCK=256", "tile BLOCK=4096", "group_m 8", "num_stages 2", "num_stages 3", "num_stages 4",
           "num_warps 4", "num_warps 8", "split_k 4", "vectorize", "autotune", "precision tf32", "stop"]
 
@@ -70,8 +71,13 @@ def test_heuristic_ports_first():
 
 def test_heuristic_tunes_a_matmul_like_a_gemm():
     steps = play(HeuristicPlanner(), TUNING, matmul=True)
-    assert steps == ["fuse epilogue", "tile BLOCK_M=128 BLOCK_N=128 BLOCK_K=64", "group_m 8", "num_stages 3",
-                     "num_warps 8", "autotune"]  # many output tiles: no split-K
+    assert steps == ["fuse epilogue", "tile BLOCK_M=128 BLOCK_N=128 BLOCK_K=64", "group_m 8", "autotune",
+                     "num_stages 3", "num_warps 8"]  # many output tiles: no split-K
+
+
+def test_heuristic_wants_the_large_tile_for_16_bit_matmuls():
+    steps = play(HeuristicPlanner(), TUNING, matmul=True, dtype="bfloat16")
+    assert steps[:4] == ["fuse epilogue", "tile BLOCK_M=128 BLOCK_N=256 BLOCK_K=64", "group_m 8", "autotune"]
 
 
 def test_heuristic_uses_split_k_and_four_stages_when_they_fit():
