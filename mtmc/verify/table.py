@@ -11,6 +11,7 @@ def format_verdict_table(verdict: Verdict) -> str:
         ("max abs error", verdict.max_abs_error, ""),
         ("normalized error", verdict.rel_error, ""),
         ("candidate", verdict.candidate_ms, " ms"),
+        ("candidate median", verdict.candidate_median_ms, " ms"),
         ("eager", verdict.eager_ms, " ms"),
         ("torch.compile", verdict.compiled_ms, " ms"),
         ("roofline floor", verdict.roofline_ms, " ms"),

@@ -25,8 +25,10 @@ class Verdict:
     # correctness, over all seeds and sizes checked: max |out - ref| and ||out - ref|| / ||ref||
     max_abs_error: float | None = None
     rel_error: float | None = None
-    # timing in milliseconds (None on the CPU interpreter: correctness only)
+    # timing in milliseconds (None on the CPU interpreter: correctness only); times are the 10th
+    # percentile of the timed calls (mtmc/verify/timing.py says why), the median is kept beside it
     candidate_ms: float | None = None
+    candidate_median_ms: float | None = None
     eager_ms: float | None = None
     compiled_ms: float | None = None
     roofline_ms: float | None = None

@@ -39,7 +39,7 @@ from mtmc.verify.pool import WorkerPool
 from mtmc.verify.static import StaticReport, check_source
 from mtmc.verify.verdict import Status, Verdict
 
-VERIFIER_VERSION = "1.3"  # bump whenever a change can flip a verdict: cached verdicts expire
+VERIFIER_VERSION = "1.4"  # bump whenever a change can flip a verdict: cached verdicts expire
 INTERPRETER_DEVICE = "cpu (triton interpreter)"
 REFERENCES_KEPT = 8  # tasks whose reference outputs stay in memory (mapped from RAM-backed files)...
 REFERENCE_BYTES_KEPT = 16 * 2**30  # ...as long as they fit in this; the latest is always kept
@@ -238,7 +238,8 @@ class Engine:
         if problems:
             _reject(verdict, problems)
             return
-        verdict.candidate_ms = mine["median_ms"]
+        verdict.candidate_ms = mine["reported_ms"]
+        verdict.candidate_median_ms = mine["median_ms"]
         if timing.get("side_streams"):
             verdict.flags.append(f"side_streams: kernels ran on {len(timing['side_streams'])} other CUDA "
                                  "stream(s); timed device-wide, host launch overhead included")
@@ -319,8 +320,8 @@ class Engine:
             return {"flags": [f"baseline_failed: {outcome.status} {outcome.detail}"]}
         timings = result["timings"]
         flags = [f"compile_baseline_failed: {result['compile_error']}"] if result["compile_error"] else []
-        return {"eager_ms": timings["eager"]["median_ms"],
-                "compiled_ms": timings.get("compiled", {}).get("median_ms"), "flags": flags}
+        return {"eager_ms": timings["eager"]["reported_ms"],
+                "compiled_ms": timings.get("compiled", {}).get("reported_ms"), "flags": flags}
 
     def _candidate_args(self, task: Task, program: Program, reference: Reference) -> dict[str, Any]:
         return {"source": program.source, "digest": program.digest, "inputs_path": reference.inputs_path,

@@ -26,6 +26,7 @@ def test_honest_call_is_stable_and_consistent():
     t = result["timings"]["c"]
     assert t["mismatches"] == 0 and t["reused_storage"] == 0
     assert t["reps"] >= 10 and t["rse"] < 0.05 and t["median_ms"] > 0
+    assert 0 < t["reported_ms"] <= t["median_ms"]
     assert result["events_ms"] <= result["wall_ms"]
     assert result["threads_started"] == 0
 
