@@ -45,12 +45,16 @@ class CheckpointError(ValueError):
 # the text the model sees (shared with training)
 
 
-def render_prompt(summary: TaskSummary, history: Sequence[StepRecord], steps_left: int) -> str:
-    """The planner's view of a state as plain text: what the task computes, what was tried, the budget.
+def render_prompt(summary: TaskSummary, history: Sequence[StepRecord], steps_left: int,
+                  floor_share: float | None = None) -> str:
+    """The planner's view of a state as plain text: what the task computes, what was tried, how close
+    the current program is to the hardware's floor, the budget.
 
     Numbers are rounded to one significant digit (`4e+06`) so that tasks of similar size read the
     same: the planner should decide from the regime, not memorize exact sizes. The task's name is
     left out on purpose: evaluation tasks are never seen in training, names would not transfer.
+    `floor_share` is the current program's share of the roofline floor (Verdict.roofline_fraction;
+    `-` untimed): at ~1.0 nothing is left to win, the strongest reason to stop.
     """
     bound = "compute" if summary.intensity >= COMPUTE_BOUND_INTENSITY else "memory"
     lines = [
@@ -66,8 +70,15 @@ def render_prompt(summary: TaskSummary, history: Sequence[StepRecord], steps_lef
         verdict = "accepted" if record.accepted else "rejected"
         lines.append(f"step {record.index} {record.strategy} status {record.status} {verdict} "
                      f"speedup {speedup}")
-    lines += [f"steps_left {steps_left}", PROMPT_END]
+    floor = "-" if floor_share is None else f"{floor_share:.2f}"
+    lines += [f"floor {floor}", f"steps_left {steps_left}", PROMPT_END]
     return "\n".join(lines)
+
+
+def state_prompt(state: PlanState) -> str:
+    """`render_prompt` of a live state (what LMPlanner shows its model)."""
+    floor = state.verdict.roofline_fraction if state.verdict is not None else None
+    return render_prompt(state.summary, state.history, state.steps_left, floor)
 
 
 def completion_text(strategy: Strategy | str) -> str:
@@ -131,7 +142,7 @@ class LMPlanner:
         self.model, self.tokenizer = load_policy(checkpoint, device)
 
     def propose(self, state: PlanState) -> Strategy:
-        prompt = render_prompt(state.summary, state.history, state.steps_left)
+        prompt = state_prompt(state)
         scores = self.score(prompt, [completion_text(s) for s in state.legal])
         return state.legal[self.choose(scores, step=len(state.history))]
 

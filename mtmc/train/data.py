@@ -33,6 +33,7 @@ from typing import Any
 from mtmc.protocols import StepRecord
 from mtmc.report import RESULT, TRAJECTORY
 from mtmc.tasks import Task, TaskSummary, load_suite, summarize
+from mtmc.verify.verdict import Verdict
 from planners.lm import completion_text, render_prompt
 
 log = logging.getLogger(__name__)
@@ -61,7 +62,12 @@ class RecordedRun:
                 for r in self.steps[:step]]
 
     def prompt(self, step: int) -> str:
-        return render_prompt(self.summary, self.history(step), self.max_steps - step)
+        return render_prompt(self.summary, self.history(step), self.max_steps - step, self.floor_share(step))
+
+    def floor_share(self, step: int) -> float | None:
+        """The roofline share of the program current before `step` (the last accepted one's verdict)."""
+        accepted = [r for r in self.steps[:step] if r["outcome"] == "accepted"]
+        return Verdict.from_dict(accepted[-1]["verdict"]).roofline_fraction if accepted else None
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -18,7 +18,15 @@ from mtmc.strategies import STOP, Strategy
 from mtmc.tasks import Task, TaskSummary
 from mtmc.tasks.summary import TensorInfo
 from mtmc.train.tiny import build_tiny
-from planners.lm import CheckpointError, LMPlanner, completion_text, render_prompt, tokenize_completions
+from mtmc.verify.verdict import Status, Verdict
+from planners.lm import (
+    CheckpointError,
+    LMPlanner,
+    completion_text,
+    render_prompt,
+    state_prompt,
+    tokenize_completions,
+)
 
 SUMMARY = TaskSummary("sm", {"_softmax": 1}, [TensorInfo([4096, 4096], "float32")],
                       [TensorInfo([4096, 4096], "float32")], 0, 5 * 4096 * 4096, 0, 2 * 4096 * 4096 * 4)
@@ -120,6 +128,15 @@ def test_prompt_shows_the_task_the_history_and_the_budget():
     assert "sm" not in prompt.split()  # no task name: eval tasks are never seen in training
     timed = [StepRecord(0, "port", "ok", True, 1.234, 0.4)]
     assert "step 0 port status ok accepted speedup 1.23x" in render_prompt(SUMMARY, timed, 5)
+
+
+def test_prompt_shows_how_close_the_program_is_to_the_floor():
+    assert render_prompt(SUMMARY, HISTORY, 7).splitlines()[-3] == "floor -"  # untimed (CPU)
+    assert render_prompt(SUMMARY, HISTORY, 7, floor_share=0.974).splitlines()[-3] == "floor 0.97"
+    state = PlanState(task=Task(name="sm", source=""), summary=SUMMARY, program=Program(""),
+                      verdict=Verdict(Status.OK, candidate_ms=2.0, roofline_ms=1.0), legal=[STOP],
+                      history=list(HISTORY), steps_left=7)
+    assert "floor 0.50" in state_prompt(state).splitlines()
     assert completion_text(STOP) == " stop"
 
 

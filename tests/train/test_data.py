@@ -15,7 +15,7 @@ from coders.scripted import ScriptedCoder
 from mtmc.optimize import run_optimize
 from mtmc.tasks.task import task_from_file
 from mtmc.train.data import DataError, load_runs, plan_states, sft_examples
-from planners.lm import render_prompt
+from planners.lm import state_prompt
 from planners.scripted import ScriptedPlanner
 from tests.graph.fakes import TASK_SOURCE, TaggedVerifier
 from tests.train.runs import write_run
@@ -61,7 +61,7 @@ def test_prompts_are_the_ones_the_planner_saw_during_the_run(tmp_path):
             self.shown: list[str] = []
 
         def propose(self, state):
-            self.shown.append(render_prompt(state.summary, state.history, state.steps_left))
+            self.shown.append(state_prompt(state))
             return super().propose(state)
 
     planner = Recording(["port", "tile BLOCK=1024", "vectorize", "num_warps 8"])
@@ -109,3 +109,14 @@ def test_a_task_missing_from_the_suite_names_the_folder(tmp_path):
     write_run(tmp_path / "x", "not_a_builtin", RUN)
     with pytest.raises(DataError, match=r"x: task 'not_a_builtin' is not in the suite"):
         load_runs([tmp_path])
+
+
+def test_prompts_show_the_current_programs_share_of_the_floor(tmp_path):
+    folder = write_run(tmp_path / "bench" / "scale_bias_rows", "scale_bias_rows", RUN)
+    records = [json.loads(line) for line in (folder / "trajectory.jsonl").read_text().splitlines()]
+    records[0]["verdict"] |= {"candidate_ms": 1.25, "roofline_ms": 1.0}  # the port, timed on a GPU
+    (folder / "trajectory.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    prompts = [e["prompt"].splitlines() for e in sft_examples(load_runs([tmp_path / "bench"]))]
+    assert prompts[0][-3] == "floor -"  # before the port: no program
+    assert prompts[1][-3] == "floor 0.80"  # the port's verdict
+    assert prompts[2][-3] == "floor -"  # vectorize was accepted, untimed

@@ -28,7 +28,7 @@ from mtmc.train.data import load_runs, plan_states
 from mtmc.train.grpo import LegalRollout, StepReward, legal_steps, replay, train_grpo
 from mtmc.train.tiny import build_tiny
 from mtmc.verify.verdict import Status, Verdict
-from planners.lm import LMPlanner, render_prompt, tokenize_completions
+from planners.lm import LMPlanner, state_prompt, tokenize_completions
 from tests.graph.fakes import TaggedVerifier, tiny_task
 from tests.train.runs import write_run
 
@@ -178,7 +178,7 @@ def test_grpo_on_a_reward_for_x_makes_the_planner_propose_x(recorded, tmp_path, 
     plan_state = PlanState(task=r.task, summary=r.run.summary, program=Program(""), verdict=None,
                            legal=[Strategy.parse(s) for s in menu], history=r.run.history(1),
                            steps_left=r.run.max_steps - 1)
-    assert render_prompt(plan_state.summary, plan_state.history, plan_state.steps_left) == states[0]["prompt"]
+    assert state_prompt(plan_state) == states[0]["prompt"]
     model, tokenizer = build_tiny([states[0]["prompt"], *menu], seed=seed)
     planner = LMPlanner(save(model, tokenizer, tmp_path / "before"))
     before = str(planner.propose(plan_state))
