@@ -53,8 +53,14 @@ GLUE_ATEN_OPS = frozenset({
     "_reshape_alias", "view_as", "expand", "expand_as", "permute", "transpose", "t", "unsqueeze",
     "squeeze", "flatten", "unflatten", "detach", "alias", "slice", "select", "as_strided", "narrow",
     "split", "split_with_sizes", "unbind", "chunk", "cat", "stack", "constant_pad_nd",
-    "_local_scalar_dense", "is_nonzero", "resize_", "empty_permuted",
+    "resize_", "empty_permuted",
 })
+
+# aten ops that read a tensor's values into Python (`.item()`, `float(t)`, `int(t)`, `bool(t)`,
+# `if t:`). Not glue: a forward that branches on its data on the host can key a result cache on the
+# input's contents (a checksum kernel, then a dict lookup: S11), which fresh pointers do not defeat.
+# A task whose output size depends on its data may allow them by name in MTMC["library"].
+HOST_READ_ATEN_OPS = frozenset({"_local_scalar_dense", "is_nonzero"})
 
 # Vendor-library families a task may allow (MTMC["library"]): the torch API names (functions and
 # nn layer classes) and the aten ops they reach. A name not listed here stands for itself.

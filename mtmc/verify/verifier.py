@@ -35,6 +35,7 @@ from mtmc.verify import hardware
 from mtmc.verify.cache import VerdictCache, cache_key
 from mtmc.verify.correctness import Comparison, compare_case, compare_outputs, compare_runs
 from mtmc.verify.forkserver import Outcome, clean_env
+from mtmc.verify.policy import HOST_READ_ATEN_OPS
 from mtmc.verify.pool import WorkerPool
 from mtmc.verify.static import StaticReport, check_source
 from mtmc.verify.verdict import Status, Verdict
@@ -177,6 +178,12 @@ class Engine:
         foreign = Counter()
         for got in result["cases"]:
             foreign.update(got["foreign_ops"])
+        reads = {op: n for op, n in foreign.items() if op in HOST_READ_ATEN_OPS}
+        if reads:
+            ops = ", ".join(f"aten.{op} x{n}" for op, n in reads.items())
+            return _reject(verdict, f"forward read tensor values into Python ({ops}: .item(), float(t), "
+                           "int(t), bool(t) or `if t:`): host logic keyed on the data, such as a result "
+                           "cache keyed on the input's contents (S11)")
         if foreign:
             ops = ", ".join(f"aten.{op} x{n}" for op, n in foreign.most_common())
             return _reject(verdict, f"forward ran PyTorch compute outside Triton kernels: {ops} (S1/S3). "

@@ -1,8 +1,7 @@
 # PATTERN: S11 result cache keyed by the input's contents (a checksum kernel), not its address
 # TASK: softmax
 # EXPECT: rejected
-# MESSAGE: result cache
-# GAP: the timing input sets repeat (and the correctness cases run them first), so a cache keyed on their contents hits on every timed call; no check sees it yet
+# MESSAGE: read tensor values into Python
 import torch
 import torch.nn as nn
 import triton
