@@ -28,7 +28,7 @@ Disturbances only ever add time, and on an H100 they came in bursts: inside one 
 8.4 us kernel read 40-60 us for stretches of calls, and how much of a child fell in a burst set its
 median, so the median of one child against the next spread 1.66x (8 fresh children), while their
 10th percentiles spread 1.012x and their minima 1.036x (benchmarks/timing_spread.py, BENCHMARKS.md
-2026-11-23 third session). A low percentile rather than the minimum: one lucky call does not set
+2026-11-23 fourth session). A low percentile rather than the minimum: one lucky call does not set
 it. Every timed call's output is checked (below), so a call cannot be fast by skipping work; the
 baselines are reported with the same statistic, so speedups compare like with like. The median
 is kept beside it (`median_ms`).
