@@ -158,6 +158,10 @@ def candidate(source: str, digest: str, inputs_path: str, device: str, library_o
             return {**result, "error": _error_kind(err), "case": index,
                     "message": _candidate_traceback(err, path)}
     clock.lap("cases")  # the first case pays CUDA's start and the Triton compiles
+    try:
+        result["state_changes"] = _state_changes(module, data["cases"], device)
+    except BaseException as err:
+        return {**result, "error": _error_kind(err), "message": _candidate_traceback(err, path)}
     result["launches"] = dict(counter.kernels)
     if device == "cuda" and (profile_share or time_it):
         try:
@@ -212,6 +216,65 @@ def _run_sized_case(module: Any, case: dict[str, Any], device: str, counter: pro
                                 if isinstance(a, torch.Tensor) and not _same(a, b)]
     report["deterministic"], report["second_outputs"] = _compare_runs(first["raw"], second["raw"])
     return report
+
+
+def _state_changes(module: Any, cases: list[dict[str, Any]], device: str) -> list[str]:
+    """Where state that outlives a call changed when one model saw new inputs (empty: none did).
+
+    One model runs on one case's inputs, then on another seed's of the same sizes. A forward is a
+    function of its weights and inputs: tensors it keeps between calls (on the module, in containers
+    on it, in the candidate module's globals) may be made once, but what they hold must not depend on
+    the inputs. A result cache keyed on the inputs' contents does (S11: the timing input sets repeat,
+    so it would hit on every timed call), whether the key is read on the host or compared on the
+    device; so does state carried across calls (S10)."""
+    pair = [c for c in cases if c["sizes"] == cases[0]["sizes"]][:2]
+    if len(pair) < 2:
+        return []
+    first, second = pair
+    with _sized(module, first["sizes"]):
+        torch.manual_seed(first["model_seed"])
+        model = module.ModelNew(*first["init_inputs"]).to(device)
+        _forward(model, [t.clone() if isinstance(t, torch.Tensor) else t for t in first["inputs"]])
+        before = _persistent_tensors(model, module)
+        before = {path: t.detach().clone() for path, t in before.items()}
+        _forward(model, [t.clone() if isinstance(t, torch.Tensor) else t for t in second["inputs"]])
+        after = _persistent_tensors(model, module)
+    changed = sorted(set(before) ^ set(after))
+    changed += sorted(p for p in set(before) & set(after) if not _same_state(before[p], after[p]))
+    return changed
+
+
+def _persistent_tensors(model: torch.nn.Module, module: Any) -> dict[str, torch.Tensor]:
+    """Every tensor reachable from the model (parameters, buffers, attributes and the lists, tuples
+    and dicts in them, submodules too) and from the candidate module's globals, by path."""
+    found: dict[str, torch.Tensor] = {}
+
+    def walk(value: Any, path: str, depth: int) -> None:
+        if isinstance(value, torch.Tensor):
+            found.setdefault(path, value)
+        elif isinstance(value, torch.nn.Module) and depth < 8:
+            for name, item in vars(value).items():
+                if name in ("_parameters", "_buffers", "_modules"):
+                    for key, sub in item.items():
+                        walk(sub, f"{path}.{key}", depth + 1)
+                elif not name.startswith("__"):
+                    walk(item, f"{path}.{name}", depth + 1)
+        elif isinstance(value, (list, tuple)) and depth < 8:
+            for i, item in enumerate(value):
+                walk(item, f"{path}[{i}]", depth + 1)
+        elif isinstance(value, dict) and depth < 8:
+            for key, item in value.items():
+                walk(item, f"{path}[{key!r}]", depth + 1)
+
+    walk(model, "self", 0)
+    for name, value in vars(module).items():
+        if not name.startswith("__"):
+            walk(value, name, 1)
+    return found
+
+
+def _same_state(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.shape == b.shape and a.dtype == b.dtype and _same(a, b.to(a.device))
 
 
 @contextlib.contextmanager

@@ -189,7 +189,14 @@ class Engine:
             return _reject(verdict, f"forward ran PyTorch compute outside Triton kernels: {ops} (S1/S3). "
                            f"Allowed: glue ops (allocation, views, copies, casts, cat) and the task's "
                            f"library ops {list(task.library_ops) or '(none)'}")
-        return self._judge_correctness(task, report, reference, result, verdict)
+        verdict = self._judge_correctness(task, report, reference, result, verdict)
+        changed = result.get("state_changes") or []
+        if verdict.ok and changed:
+            shown = ", ".join(changed[:4]) + (f" (+{len(changed) - 4} more)" if len(changed) > 4 else "")
+            return _reject(verdict, f"forward changed tensors it keeps between calls when it saw new inputs "
+                           f"({shown}): a result cache keyed on the inputs (S11) or state carried across "
+                           "calls (S10); allocate workspaces inside forward")
+        return verdict
 
     def _judge_correctness(self, task: Task, report: StaticReport, reference: Reference,
                            result: dict[str, Any], verdict: Verdict) -> Verdict:

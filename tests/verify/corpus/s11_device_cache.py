@@ -1,8 +1,7 @@
 # PATTERN: S11 result cache kept on the device: a checksum kernel looks the input up in stored keys, the main kernel copies a stored output on a hit (no host read, no pointer)
 # TASK: softmax
 # EXPECT: rejected
-# MESSAGE: result cache
-# GAP: the timing sets repeat and the correctness cases run them first, so a device-side cache keyed on their contents hits on every timed call; closing it needs fresh inputs per timed call (with checked outputs) or a fresh module per call
+# MESSAGE: changed tensors it keeps between calls
 import torch
 import torch.nn as nn
 import triton
