@@ -1,7 +1,9 @@
+import types
+
 import pytest
 import torch
 
-from mtmc.verify.child import _host_copy
+from mtmc.verify.child import _host_copy, _state_changes
 
 
 def test_host_copy_of_a_cpu_tensor_is_detached_from_it():
@@ -18,3 +20,50 @@ def test_host_copy_of_a_gpu_tensor_is_one_cpu_copy():
     copy = _host_copy(out)
     out.add_(100)
     assert copy.device.type == "cpu" and torch.equal(copy, torch.arange(7.0))
+
+
+# ---------------------------------------------------------------------------------------------------
+# state kept between calls (S10/S11): one model, two seeds of the same sizes
+
+
+def cases(*sizes_per_case):
+    return [{"sizes": sizes, "model_seed": 0, "init_inputs": [], "inputs": [torch.randn(4, 3)]}
+            for sizes in sizes_per_case]
+
+
+def candidate_module(model_class, **globals_):
+    return types.SimpleNamespace(ModelNew=model_class, **globals_)
+
+
+def test_a_cache_in_the_modules_globals_is_a_state_change():
+    store = []
+
+    class Caching(torch.nn.Module):
+        def forward(self, x):
+            store.append(x.clone())  # a module-level list of every input seen
+            return x * 2
+
+    changes = _state_changes(candidate_module(Caching, STORE=store), cases({"n": 4}, {"n": 4}), "cpu")
+    assert changes == ["STORE[1]"]
+
+
+def test_tensors_kept_on_the_model_may_be_made_once_but_not_depend_on_the_inputs():
+    class LazyConstant(torch.nn.Module):
+        def forward(self, x):
+            if not hasattr(self, "scale"):
+                self.scale = torch.full((3,), 2.0)  # input-independent: fine
+            return x * self.scale
+
+    class LastInput(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("last", torch.zeros(4, 3))
+
+        def forward(self, x):
+            self.last.copy_(x)  # what it keeps depends on the inputs
+            return x * 2
+
+    assert _state_changes(candidate_module(LazyConstant), cases({"n": 4}, {"n": 4}), "cpu") == []
+    assert _state_changes(candidate_module(LastInput), cases({"n": 4}, {"n": 4}), "cpu") == ["self.last"]
+    # one case of each size: no second seed to compare with
+    assert _state_changes(candidate_module(LastInput), cases({"n": 4}, {"n": 5}), "cpu") == []
