@@ -193,12 +193,11 @@ def _run_case(module: Any, case: dict[str, Any], device: str, counter: proof.Lau
 
 def _run_sized_case(module: Any, case: dict[str, Any], device: str, counter: proof.LaunchCounter,
                     allowed: frozenset[str]) -> dict[str, Any]:
-    torch.manual_seed(case["model_seed"])
-    model = module.ModelNew(*case["init_inputs"]).to(device)
+    model = _candidate_model(module, case, device)
     pristine = case["inputs"]  # made on the device by load_inputs
     runs = []
     for _ in range(2):
-        inputs = [t.clone() if isinstance(t, torch.Tensor) else t for t in pristine]
+        inputs = _fresh_copy(pristine)
         _poison(case["out_meta"], device)  # last allocations before the call: its outputs land here
         launches_before = counter.launches
         census = proof.OpCensus(counter, allowed)
@@ -232,15 +231,14 @@ def _state_changes(module: Any, cases: list[dict[str, Any]], device: str) -> lis
         return []
     first, second = pair
     with _sized(module, first["sizes"]):
-        torch.manual_seed(first["model_seed"])
-        model = module.ModelNew(*first["init_inputs"]).to(device)
-        _forward(model, [t.clone() if isinstance(t, torch.Tensor) else t for t in first["inputs"]])
-        before = _persistent_tensors(model, module)
-        before = {path: t.detach().clone() for path, t in before.items()}
-        _forward(model, [t.clone() if isinstance(t, torch.Tensor) else t for t in second["inputs"]])
+        model = _candidate_model(module, first, device)
+        _forward(model, _fresh_copy(first["inputs"]))
+        before = {path: t.detach().clone() for path, t in _persistent_tensors(model, module).items()}
+        _forward(model, _fresh_copy(second["inputs"]))
         after = _persistent_tensors(model, module)
     changed = sorted(set(before) ^ set(after))
-    changed += sorted(p for p in set(before) & set(after) if not _same_state(before[p], after[p]))
+    kept = set(before) & set(after)
+    changed += sorted(p for p in kept if not _same(before[p], after[p].to(before[p].device)))
     return changed
 
 
@@ -273,8 +271,15 @@ def _persistent_tensors(model: torch.nn.Module, module: Any) -> dict[str, torch.
     return found
 
 
-def _same_state(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return a.shape == b.shape and a.dtype == b.dtype and _same(a, b.to(a.device))
+def _candidate_model(module: Any, case: dict[str, Any], device: str) -> torch.nn.Module:
+    """ModelNew built as the reference's Model was for `case` (same seed, same init inputs)."""
+    torch.manual_seed(case["model_seed"])
+    return module.ModelNew(*case["init_inputs"]).to(device)
+
+
+def _fresh_copy(inputs: list[Any]) -> list[Any]:
+    """The inputs with every tensor cloned: the candidate never touches the pristine ones."""
+    return [t.clone() if isinstance(t, torch.Tensor) else t for t in inputs]
 
 
 @contextlib.contextmanager
@@ -353,9 +358,7 @@ class _PhaseClock:
 
 def _gpu_measurements(result: dict[str, Any], module: Any, data: dict[str, Any], counter: proof.LaunchCounter,
                       time_it: bool, timing: dict[str, Any], profile_share: bool, clock: _PhaseClock) -> None:
-    case = data["cases"][data["timing"]["case"]]
-    torch.manual_seed(case["model_seed"])
-    model = module.ModelNew(*case["init_inputs"]).to("cuda")
+    model = _candidate_model(module, data["cases"][data["timing"]["case"]], "cuda")
     sets = [data["cases"][i]["inputs"] for i in data["timing"]["sets"]]
 
     def call(inputs: list[Any]) -> list[torch.Tensor]:
