@@ -64,9 +64,13 @@ class RecordedRun:
     def prompt(self, step: int) -> str:
         return render_prompt(self.summary, self.history(step), self.max_steps - step, self.floor_share(step))
 
+    def accepted_before(self, step: int) -> list[dict[str, Any]]:
+        """The steps the gate accepted before `step`: the last one made the program current then."""
+        return [r for r in self.steps[:step] if r["outcome"] == "accepted"]
+
     def floor_share(self, step: int) -> float | None:
         """The roofline share of the program current before `step` (the last accepted one's verdict)."""
-        accepted = [r for r in self.steps[:step] if r["outcome"] == "accepted"]
+        accepted = self.accepted_before(step)
         return Verdict.from_dict(accepted[-1]["verdict"]).roofline_fraction if accepted else None
 
 
@@ -149,7 +153,7 @@ def plan_states(runs: Sequence[RecordedRun]) -> list[dict[str, Any]]:
     for run in runs:
         last = len(run.steps) + (run.stop_reason == "planner_stop")  # the state it chose to stop in
         for i in range(last):
-            accepted = [r for r in run.steps[:i] if r["outcome"] == "accepted"]
+            accepted = run.accepted_before(i)
             states.append({
                 "prompt": run.prompt(i),
                 "task": run.task.name,

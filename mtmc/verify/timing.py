@@ -16,9 +16,9 @@ time the call took to enqueue during warm-up, so Python launch overhead (the can
 baselines', the harness's launch hooks) does not leak into GPU time as idle gaps; without it a
 0.1 ms kernel measured 0.06-0.19 ms from one process to the next on an H100. A call whose sleep ran
 out before the host had enqueued it (the `slept`->`start` events against the host's own clock) is
-not kept and the sleep doubles. Sleeps sized from a clock rate read before the clocks ramped up
-would end early; that is the suspected cause (not yet confirmed on a GPU) of an 8.6 us kernel
-reading 0.018-0.053 ms in 3 verdicts of 10 on an H100. Work on another stream
+not kept and the sleep doubles (sleeps sized from a clock rate read before the clocks ramped up
+end early). That was suspected to cause an 8.6 us kernel reading 0.018-0.053 ms in 3 verdicts of
+10 on an H100; on the GPU it was not the cause (the bursts described below were). Work on another stream
 would run during the sleep, before `start` (a side-stream softmax timed at 0.0013 ms against
 0.0054 ms honest on an H100), so the caller turns the sleep off for such a call
 (`hide_host_overhead`, from the launch hook's record of streams).
