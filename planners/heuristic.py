@@ -11,7 +11,12 @@ the task's regime, read from the summary:
   pipeline stages, 8 warps). Autotune comes before the knobs because its menu holds the
   known-good configurations, and on the H100 no matmul run got past two knobs that did not help
   (`patience`) to reach it: linear_bias_bf16 and linear_gelu_bf16 stayed at 0.73-0.74x cuBLAS.
-- memory-bound: vectorize, a larger 1-D BLOCK, 8 warps for large outputs (4 for small), autotune.
+- memory-bound: a split of the reduced extent into 16 parallel chunks where the coder offers one
+  (it does only for a reduction that launches fewer than two programs per SM: on the H200 suite run
+  mean_dim0's port ran 256 programs, 16384 columns of 64, each down 65536 rows, at 50% of the floor
+  and 0.49x torch.compile, and the heuristic spent its steps on a 2-D tile and 2 warps, both slower;
+  16 chunks make 4096 programs), then vectorize, a larger 1-D BLOCK, 8 warps for large outputs
+  (4 for small), autotune.
 
 Wanted parameters are matched to the nearest legal strategy of the same kind (log2 distance). Each
 kind is tried once, except fusions, which add up (see `may_repeat`); a step already tried is not
@@ -37,13 +42,15 @@ CUMULATIVE = {"fuse"}  # kinds whose legal variants add up (fuse epilogue, then 
 
 class HeuristicPlanner:
     def __init__(self, compute_bound_intensity: float = 20.0, patience: int = 2, sm_count: int = 132,
-                 block: int = 2048, large_output: int = 1 << 20, at_roofline: float = 0.98) -> None:
+                 block: int = 2048, large_output: int = 1 << 20, at_roofline: float = 0.98,
+                 reduce_split: int = 16) -> None:
         self.compute_bound_intensity = compute_bound_intensity  # FLOP/byte; fp32 ridge is ~15 on H100
         self.patience = patience
         self.sm_count = sm_count  # 132 on H100 SXM; split-K below one 128x128 tile per SM
         self.block = block  # wanted 1-D BLOCK for memory-bound kernels
         self.large_output = large_output  # elements; above this, 8 warps per program
         self.at_roofline = at_roofline  # share of the roofline floor at which there is nothing left to win
+        self.reduce_split = reduce_split  # chunks for a memory-bound reduction with too few programs
 
     def propose(self, state: PlanState) -> Strategy:
         moves = [s for s in state.legal if not s.is_stop]
@@ -76,7 +83,8 @@ class HeuristicPlanner:
             return wishes + [("autotune", {}), ("num_stages", {"value": 4 if half else 3}),
                              ("num_warps", {"value": 8})]
         warps = 8 if _output_numel(summary) >= self.large_output else 4
-        return [("fuse", {}), ("vectorize", {}), ("tile", {"BLOCK": self.block}),
+        return [("fuse", {}), ("split_k", {"value": self.reduce_split}), ("vectorize", {}),
+                ("tile", {"BLOCK": self.block}),
                 ("num_warps", {"value": warps}), ("autotune", {})]
 
     def wants_split_k(self, summary: TaskSummary) -> bool:

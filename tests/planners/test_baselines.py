@@ -95,10 +95,20 @@ def test_heuristic_splits_a_long_reduction():
 
 
 def test_heuristic_tunes_a_memory_bound_task_for_bandwidth():
-    steps = play(HeuristicPlanner(), TUNING, matmul=False)
+    # the template coder offers a reduction split only to a kernel with too few programs: none here
+    steps = play(HeuristicPlanner(), [s for s in TUNING if not s.startswith("split_k")], matmul=False)
     assert steps == ["fuse epilogue", "vectorize", "tile BLOCK=4096", "num_warps 8", "autotune"]
     small = play(HeuristicPlanner(), TUNING, matmul=False, out_shape=(64, 64))
     assert "num_warps 4" in small
+
+
+def test_heuristic_splits_a_reduction_with_too_few_programs_after_fusing():
+    # mean_dim0's menu after its port: the coder offers split_k 4/16/64 (256 programs on 132 SMs)
+    legal = ["fuse epilogue", "tile BLOCK_M=64 BLOCK_N=64", "num_warps 2", "num_warps 8", "split_k 4",
+             "split_k 16", "split_k 64", "autotune", "stop"]
+    steps = play(HeuristicPlanner(), legal, matmul=False)
+    assert steps[:2] == ["fuse epilogue", "split_k 16"]
+    assert play(HeuristicPlanner(reduce_split=4), legal, matmul=False)[1] == "split_k 4"
 
 
 def test_heuristic_repeats_an_accepted_fusion_while_the_coder_offers_it():
