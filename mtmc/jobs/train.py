@@ -97,10 +97,13 @@ def legal_texts(states: list[dict], coder: Any, runs: list[RecordedRun]) -> list
 def sft_stage(cfg: DictConfig, model: Any, tokenizer: Any, examples: list[dict], out_dir: Path) -> list[dict]:
     from trl import SFTConfig
 
-    from mtmc.train.sft import train_sft
+    from mtmc.train.sft import train_sft, underfit_warning
 
     args = SFTConfig(output_dir=str(out_dir / "sft"), **OmegaConf.to_container(cfg.sft, resolve=True))
-    return train_sft(model, tokenizer, examples, args)
+    history = train_sft(model, tokenizer, examples, args)
+    if warning := underfit_warning(history):
+        log.warning(warning)
+    return history
 
 
 def grpo_stage(cfg: DictConfig, model: Any, tokenizer: Any, states: list[dict], runs: list[RecordedRun],

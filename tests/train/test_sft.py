@@ -14,7 +14,7 @@ from mtmc.protocols import PlanState, StepRecord
 from mtmc.strategies import Strategy
 from mtmc.tasks import load_task, summarize
 from mtmc.train.data import load_runs, sft_examples
-from mtmc.train.sft import train_sft
+from mtmc.train.sft import train_sft, underfit_warning
 from mtmc.train.tiny import build_tiny
 from planners.lm import LMPlanner, render_prompt
 from tests.train.runs import write_run
@@ -60,6 +60,25 @@ def test_sft_on_recorded_choices_of_x_makes_the_planner_propose_x(tmp_path, seed
     assert any(not torch.equal(a, b) for a, b in zip(first, model.parameters(), strict=True))
     after = LMPlanner(save(model, tokenizer, tmp_path / "after")).propose(state)
     assert str(after) == x != str(before)
+    assert underfit_warning(history_log) is None  # it fit: no warning
+
+
+def test_an_sft_run_that_did_not_fit_is_named(tmp_path):
+    examples = [{"prompt": "ops softmax next:", "completion": " tile BLOCK=2048"}] * 8
+    model, tokenizer = build_tiny([e["prompt"] + e["completion"] for e in examples], seed=0)
+    history_log = train_sft(model, tokenizer, examples, sft_args(tmp_path, max_steps=1, learning_rate=1e-7))
+    warning = underfit_warning(history_log)
+    assert warning is not None and "token accuracy 0." in warning and "sft.num_train_epochs" in warning
+
+
+@pytest.mark.parametrize(("log", "warns"), [
+    ([{"loss": 5.1, "mean_token_accuracy": 0.0}], True),
+    ([{"mean_token_accuracy": 0.2}, {"mean_token_accuracy": 0.95}, {"train_loss": 1.0}], False),
+    ([{"mean_token_accuracy": 1.0}, {"mean_token_accuracy": 0.5}], True),  # the last value counts
+    ([{"train_loss": 1.0}], False),  # nothing logged: nothing to say
+])
+def test_underfit_warning_reads_the_last_token_accuracy(log, warns):
+    assert (underfit_warning(log) is not None) == warns
 
 
 def test_sft_refuses_to_train_on_the_prompt(tmp_path):
