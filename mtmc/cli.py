@@ -4,7 +4,7 @@
     mtmc verify task=softmax_lastdim candidate=kernel.py
     mtmc optimize task=softmax_lastdim           plan -> code -> verify loop, run folder out
     mtmc bench suite=builtin:eval                optimize a suite: fast_p, speedups, roofline
-    mtmc bench compare=<run1>,<run2>             two benchmark folders side by side
+    mtmc bench compare=<run1>,<run2>[,...]       benchmark folders side by side
     mtmc train data=[runs/bench/heuristic]       learn the LM planner from recorded runs
 
 Each job's config is `conf/<job>.yaml`; anything after the job name is a Hydra override.

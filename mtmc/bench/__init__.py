@@ -4,7 +4,7 @@
     metrics.py   one row per task, aggregates (fast_p, geomean, correctness rate)
     roofline.py  the floor against the GPU's measured peaks (benchmarks/results/*calibration.json)
     report.py    results.csv / results.json / results.md, speedup.png, fast_p.png
-    compare.py   two benchmark folders side by side
+    compare.py   benchmark folders side by side
 """
 
 from mtmc.bench.compare import compare_runs

@@ -1,16 +1,18 @@
-"""Two benchmark folders side by side (e.g. the same suite under two planners).
+"""Benchmark folders side by side (e.g. the same suite under two or more planners).
 
-    mtmc bench compare=runs/bench/heuristic,runs/bench/random
+    mtmc bench compare=runs/bench/heuristic,runs/bench/random,runs/bench/lm
     compare_runs("runs/bench/heuristic", "runs/bench/random", out_dir="runs/bench/cmp")
 
-Reads each folder's results.json. Aggregates are recomputed over the tasks *both* runs hold, so
-the two columns always describe the same task set; tasks only one run holds are listed, not mixed in.
-Writes compare.md, compare.json and compare.png (fast_p curves, per-task speedups A against B).
+Reads each folder's results.json; the runs are labelled A, B, C, ... in the order given. Aggregates
+are recomputed over the tasks *every* run holds, so the columns always describe the same task set;
+tasks that some run lacks are listed, not mixed in. Writes compare.md, compare.json and compare.png
+(fast_p curves, and per-task speedups of each run against A).
 """
 
 from __future__ import annotations
 
 import json
+import string
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,7 @@ from mtmc.report import write_atomic
 COMPARE_MD = "compare.md"
 COMPARE_JSON = "compare.json"
 COMPARE_PLOT = "compare.png"
+LINESTYLES = ("-", "--", ":", "-.")
 
 
 def load_results(folder: str | Path) -> dict[str, Any]:
@@ -32,21 +35,21 @@ def load_results(folder: str | Path) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
-def compare_runs(run_a: str | Path, run_b: str | Path, out_dir: str | Path | None = None,
+def compare_runs(*runs: str | Path, out_dir: str | Path | None = None,
                  ps: Sequence[float] = FAST_P) -> dict[str, Any]:
-    a, b = load_results(run_a), load_results(run_b)
-    rows_a = {r["task"]: r for r in a["tasks"]}
-    rows_b = {r["task"]: r for r in b["tasks"]}
-    common = [name for name in rows_a if name in rows_b]
+    if not 2 <= len(runs) <= len(string.ascii_uppercase):
+        raise ValueError(f"compare takes 2 to 26 benchmark folders, got {len(runs)}")
+    labels = list(string.ascii_uppercase[:len(runs)])
+    results = {label: load_results(run) for label, run in zip(labels, runs, strict=True)}
+    rows = {label: {r["task"]: r for r in result["tasks"]} for label, result in results.items()}
+    common = [name for name in rows["A"] if all(name in rows[label] for label in labels)]
     result = {
-        "runs": {"A": str(run_a), "B": str(run_b)},
-        "meta": {"A": a["meta"], "B": b["meta"]},
+        "runs": {label: str(run) for label, run in zip(labels, runs, strict=True)},
+        "meta": {label: results[label]["meta"] for label in labels},
         "common": common,
-        "only_a": [n for n in rows_a if n not in rows_b],
-        "only_b": [n for n in rows_b if n not in rows_a],
-        "aggregates": {"A": aggregate([rows_a[n] for n in common], ps),
-                       "B": aggregate([rows_b[n] for n in common], ps)},
-        "tasks": [{"task": n, "A": rows_a[n], "B": rows_b[n]} for n in common],
+        "not_in_all": {label: [n for n in rows[label] if n not in common] for label in labels},
+        "aggregates": {label: aggregate([rows[label][n] for n in common], ps) for label in labels},
+        "tasks": [{"task": n, **{label: rows[label][n] for label in labels}} for n in common],
     }
     result["markdown"] = compare_markdown(result)
     if out_dir is not None:
@@ -54,34 +57,38 @@ def compare_runs(run_a: str | Path, run_b: str | Path, out_dir: str | Path | Non
         out_dir.mkdir(parents=True, exist_ok=True)
         write_atomic(out_dir / COMPARE_MD, result["markdown"])
         write_atomic(out_dir / COMPARE_JSON, json.dumps(result, indent=2) + "\n")
-        plot_compare(out_dir / COMPARE_PLOT, [rows_a[n] for n in common], [rows_b[n] for n in common])
+        plot_compare(out_dir / COMPARE_PLOT, {label: [rows[label][n] for n in common] for label in labels})
     return result
 
 
 def compare_markdown(result: dict[str, Any]) -> str:
+    labels = list(result["runs"])
     lines = ["# mtmc bench compare", ""]
-    for side in ("A", "B"):
-        meta = result["meta"][side]
-        lines.append(f"- **{side}**: `{result['runs'][side]}`: suite {meta['suite']}, planner "
+    for label in labels:
+        meta = result["meta"][label]
+        lines.append(f"- **{label}**: `{result['runs'][label]}`: suite {meta['suite']}, planner "
                      f"`{meta['planner']}`, coder `{meta['coder']}`, verifier `{meta['verifier']}`")
-    extra = [f"only in A: {', '.join(result['only_a'])}" if result["only_a"] else "",
-             f"only in B: {', '.join(result['only_b'])}" if result["only_b"] else ""]
-    extra_text = "; ".join(e for e in extra if e)
-    lines += ["", f"Aggregates over the {len(result['common'])} tasks both runs hold"
-              + (f" ({extra_text})." if extra_text else "."), ""]
-    lines += ["| metric | A | B |", "|---|---:|---:|"]
-    lines += [f"| {name} | {value(result['aggregates']['A'])} | {value(result['aggregates']['B'])} |"
-              for name, value in _metrics(result["aggregates"]["A"])]
-    lines += ["", "## Tasks", "",
-              "| task | correct A | correct B | x eager A | x eager B | x compile A | x compile B "
-              "| % roofline A | % roofline B | steps A | steps B |",
-              "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    held = "both runs hold" if len(labels) == 2 else f"all {len(labels)} runs hold"
+    # with two runs a task not in both is "only in" one of them; with more it may be in several
+    word = "only in {}" if len(labels) == 2 else "{} also has"
+    extra = "; ".join(f"{word.format(label)}: {', '.join(names)}"
+                      for label, names in result["not_in_all"].items() if names)
+    lines += ["", f"Aggregates over the {len(result['common'])} tasks {held}"
+              + (f" ({extra})." if extra else "."), ""]
+    lines += ["| metric | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(labels)]
+    aggregates = [result["aggregates"][label] for label in labels]
+    lines += [f"| {name} | " + " | ".join(value(agg) for agg in aggregates) + " |"
+              for name, value in _metrics(aggregates[0])]
+    columns = [("correct", _yes), ("x eager", lambda r: times(r["speedup_eager"])),
+               ("x compile", lambda r: times(r["speedup_compiled"])),
+               ("% roofline", lambda r: num(r["roofline_pct"], ".1f")),
+               ("steps", lambda r: num(r["steps"], "d"))]
+    header = [f"{name} {label}" for name, _ in columns for label in labels]
+    aligns = ["---" if name == "correct" else "---:" for name, _ in columns for _ in labels]
+    lines += ["", "## Tasks", "", "| task | " + " | ".join(header) + " |", "|---|" + "|".join(aligns) + "|"]
     for entry in result["tasks"]:
-        a, b = entry["A"], entry["B"]
-        lines.append(f"| {entry['task']} | {_yes(a)} | {_yes(b)} | {times(a['speedup_eager'])} | "
-                     f"{times(b['speedup_eager'])} | {times(a['speedup_compiled'])} | "
-                     f"{times(b['speedup_compiled'])} | {num(a['roofline_pct'], '.1f')} | "
-                     f"{num(b['roofline_pct'], '.1f')} | {num(a['steps'], 'd')} | {num(b['steps'], 'd')} |")
+        cells = [cell(entry[label]) for _, cell in columns for label in labels]
+        lines.append(f"| {entry['task']} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -108,27 +115,41 @@ def _yes(row: Row) -> str:
     return "yes" if row["correct"] else row["status"]
 
 
-def plot_compare(path: Path, rows_a: Sequence[Row], rows_b: Sequence[Row]) -> None:
+def plot_compare(path: Path, rows: dict[str, Sequence[Row]]) -> None:
+    """fast_p curves of every run (one line style each), and each run's per-task speedups against A's."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(12, 4.5), layout="constrained")
     left, right = fig.subplots(1, 2)
-    drawn = draw_fast_p(left, rows_a, label="A ", linestyle="-")
-    drawn = draw_fast_p(left, rows_b, label="B ", linestyle="--") or drawn
-    left.set_title("fast_p: A solid, B dashed")
-    pairs = [(a["speedup_eager"], b["speedup_eager"], a["task"]) for a, b in zip(rows_a, rows_b, strict=True)
-             if a["speedup_eager"] is not None and b["speedup_eager"] is not None]
-    if pairs:
-        xs, ys, names = zip(*pairs, strict=True)
-        right.scatter(xs, ys, zorder=3)
-        for x, y, name in pairs:
-            right.annotate(name, (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
-        top = max(xs + ys) * 1.1
+    styles = {label: LINESTYLES[i % len(LINESTYLES)] for i, label in enumerate(rows)}
+    drawn = False
+    for label, run_rows in rows.items():
+        drawn = draw_fast_p(left, run_rows, label=f"{label} ", linestyle=styles[label]) or drawn
+    left.set_title("fast_p: " + ", ".join(f"{label} {style}" for label, style in styles.items()))
+    plotted = []
+    others = [label for label in rows if label != "A"]
+    for label in others:
+        pairs = [(a["speedup_eager"], b["speedup_eager"], a["task"]) for a, b in
+                 zip(rows["A"], rows[label], strict=True)
+                 if a["speedup_eager"] is not None and b["speedup_eager"] is not None]
+        if pairs:
+            xs, ys, _ = zip(*pairs, strict=True)
+            right.scatter(xs, ys, zorder=3, label=label)
+            plotted += pairs
+    if plotted:
+        named = set()
+        for x, y, name in plotted:  # each task named once, at its first point
+            if name not in named:
+                named.add(name)
+                right.annotate(name, (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
+        top = max(max(x, y) for x, y, _ in plotted) * 1.1
         right.plot([0, top], [0, top], color="gray", linewidth=0.8)
         right.set_xlabel("A: speedup over eager")
-        right.set_ylabel("B: speedup over eager")
-        right.set_title("per task (above the diagonal: B faster); tasks correct in both")
-    for ax, empty in ((left, not drawn), (right, not pairs)):
+        right.set_ylabel(" / ".join(others) + ": speedup over eager")
+        right.set_title("per task (above the diagonal: faster than A); tasks correct in both")
+        if len(others) > 1:
+            right.legend(loc="best")
+    for ax, empty in ((left, not drawn), (right, not plotted)):
         if empty:
             ax.text(0.5, 0.5, "no timings (CPU interpreter: correctness only)", ha="center", va="center",
                     transform=ax.transAxes)

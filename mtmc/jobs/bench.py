@@ -1,4 +1,4 @@
-"""`mtmc bench`: optimize every task of a suite and report; or `compare=` two finished benchmarks."""
+"""`mtmc bench`: optimize every task of a suite and report; or `compare=` finished benchmarks."""
 
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     if cfg.compare:
         return _compare(cfg, out_dir)
     if not cfg.suite:
-        raise SystemExit("mtmc bench: give suite=<builtin|builtin:eval|folder> (or compare=<run1>,<run2>)")
+        raise SystemExit("mtmc bench: give suite=<builtin|builtin:eval|folder> "
+                         "(or compare=<run1>,<run2>[,...])")
     try:
         tasks = select_tasks(load_suite(cfg.suite), cfg.tasks, cfg.split)
     except TaskError as err:
@@ -54,10 +55,10 @@ def run(cfg: DictConfig) -> dict[str, Any]:
 
 def _compare(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
     runs = cfg.compare.split(",") if isinstance(cfg.compare, str) else list(cfg.compare)
-    if len(runs) != 2:
-        raise SystemExit(f"mtmc bench: compare= takes two benchmark folders, got {runs}")
+    if not 2 <= len(runs) <= 26:
+        raise SystemExit(f"mtmc bench: compare= takes 2 to 26 benchmark folders, got {runs}")
     try:
-        result = compare_runs(runs[0], runs[1], out_dir=out_dir, ps=list(cfg.fast_p))
+        result = compare_runs(*runs, out_dir=out_dir, ps=list(cfg.fast_p))
     except FileNotFoundError as err:
         raise SystemExit(f"mtmc bench: {err}") from None
     print(result["markdown"])

@@ -1,4 +1,4 @@
-"""`mtmc bench compare=A,B`: two scripted benchmark folders side by side, in process and by the CLI.
+"""`mtmc bench compare=A,B[,C...]`: scripted benchmark folders side by side, in process and by the CLI.
 
 Run: python -m pytest tests/bench/test_compare.py -v
 """
@@ -28,7 +28,7 @@ def test_compare_aggregates_over_the_common_tasks(tmp_path):
     scripted_run(run_b, ["a", "b", "d"], tile="incorrect")  # B's tile step fails: it stays at 1.0 ms
     result = compare_runs(run_a, run_b, out_dir=out)
 
-    assert result["common"] == ["a", "b"] and result["only_a"] == ["c"] and result["only_b"] == ["d"]
+    assert result["common"] == ["a", "b"] and result["not_in_all"] == {"A": ["c"], "B": ["d"]}
     agg_a, agg_b = result["aggregates"]["A"], result["aggregates"]["B"]
     assert agg_a["tasks"] == agg_b["tasks"] == 2
     # over eager, A: a 4.0x, b 1.6x; B: a 2.0x, b 0.8x
@@ -52,3 +52,29 @@ def test_compare_aggregates_over_the_common_tasks(tmp_path):
 def test_compare_of_a_folder_without_results_says_so(tmp_path):
     with pytest.raises(FileNotFoundError, match="no results.json"):
         compare_runs(tmp_path, tmp_path)
+
+
+def test_three_runs_side_by_side_over_the_tasks_all_hold(tmp_path):
+    scripted_run(tmp_path / "a", ["a", "b", "c"], tile="ok@0.5")
+    scripted_run(tmp_path / "b", ["a", "b", "c"], tile="incorrect")
+    scripted_run(tmp_path / "c", ["a", "b"], tile="ok@0.25")  # the fastest, and it lacks task c
+    result = compare_runs(tmp_path / "a", tmp_path / "b", tmp_path / "c", out_dir=tmp_path / "cmp")
+
+    assert list(result["runs"]) == ["A", "B", "C"] and result["common"] == ["a", "b"]
+    assert result["not_in_all"] == {"A": ["c"], "B": ["c"], "C": []}
+    speedups = [result["aggregates"][label]["geomean_speedup_eager"] for label in "ABC"]
+    assert speedups[1] < speedups[0] < speedups[2]
+    markdown = (tmp_path / "cmp" / "compare.md").read_text()
+    assert "Aggregates over the 2 tasks all 3 runs hold (A also has: c; B also has: c)." in markdown
+    assert "| metric | A | B | C |" in markdown
+    assert "| task | correct A | correct B | correct C | x eager A | x eager B | x eager C |" in markdown
+    assert (tmp_path / "cmp" / "compare.png").stat().st_size > 1000
+
+
+def test_compare_needs_two_folders(tmp_path):
+    scripted_run(tmp_path / "a", ["a"], tile="ok@0.5")
+    with pytest.raises(ValueError, match="2 to 26 benchmark folders, got 1"):
+        compare_runs(tmp_path / "a")
+    done = subprocess.run([sys.executable, "-m", "mtmc.cli", "bench", f"compare=[{tmp_path / 'a'}]",
+                           f"out={tmp_path / 'cli'}"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1 and "compare= takes 2 to 26 benchmark folders" in done.stderr
