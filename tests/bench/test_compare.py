@@ -77,4 +77,5 @@ def test_compare_needs_two_folders(tmp_path):
         compare_runs(tmp_path / "a")
     done = subprocess.run([sys.executable, "-m", "mtmc.cli", "bench", f"compare=[{tmp_path / 'a'}]",
                            f"out={tmp_path / 'cli'}"], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 1 and "compare= takes 2 to 26 benchmark folders" in done.stderr
+    assert done.returncode == 1
+    assert "mtmc bench: compare takes 2 to 26 benchmark folders, got 1" in done.stderr
