@@ -40,7 +40,7 @@ from mtmc.verify.pool import WorkerPool
 from mtmc.verify.static import StaticReport, check_source
 from mtmc.verify.verdict import Status, Verdict
 
-VERIFIER_VERSION = "1.4"  # bump whenever a change can flip a verdict: cached verdicts expire
+VERIFIER_VERSION = "1.5"  # bump whenever a change can flip a verdict: cached verdicts expire
 INTERPRETER_DEVICE = "cpu (triton interpreter)"
 REFERENCES_KEPT = 8  # tasks whose reference outputs stay in memory (mapped from RAM-backed files)...
 REFERENCE_BYTES_KEPT = 16 * 2**30  # ...as long as they fit in this; the latest is always kept
@@ -276,11 +276,12 @@ class Engine:
             verdict.flags.append(f"no_roofline: summarizing the task failed ({type(err).__name__})")
             return
         half = any(t.dtype in {"float16", "bfloat16"} for t in summary.inputs + summary.outputs)
-        verdict.roofline_ms = summary.roofline_ms(peaks.flops_fp16 if half else peaks.flops_fp32,
-                                                  peaks.bandwidth)
-        if hardware.below_floor(verdict.candidate_ms, verdict.roofline_ms, self.settings.floor_margin):
+        work = (summary.matmul_flops, summary.bytes_min, half, peaks)
+        verdict.roofline_ms = hardware.roofline_ms(*work)  # reachable: the measured copy bandwidth
+        limit_ms = hardware.roofline_ms(*work, limit=True)  # physical: the datasheet rates
+        if hardware.below_floor(verdict.candidate_ms, limit_ms, self.settings.floor_margin):
             _reject(verdict, f"faster than the hardware allows: {verdict.candidate_ms:.4f} ms against a "
-                    f"roofline floor of {verdict.roofline_ms:.4f} ms (T4)")
+                    f"floor of {limit_ms:.4f} ms at the datasheet's memory and math rates (T4)")
 
     # --- trusted children: reference and baselines ----------------------------------------------
     def _reference(self, task: Task) -> Reference:
@@ -413,7 +414,8 @@ class LocalVerifier:
                  memory_limit_gb: float | None = None, triton_share_min: float = 0.5,
                  floor_margin: float = 0.9, excess_speedup: float = 10.0,
                  peak_bandwidth: float | None = None, peak_flops_fp32: float | None = None,
-                 peak_flops_fp16: float | None = None, warmup_ms: float = 100.0, min_reps: int = 10,
+                 peak_flops_fp16: float | None = None, peak_bandwidth_max: float | None = None,
+                 warmup_ms: float = 100.0, min_reps: int = 10,
                  max_reps: int = 200, target_rse: float = 0.01, time_budget_s: float = 2.0,
                  baselines: bool = True, compile_baseline: bool = True, baseline_timeout_s: float = 900.0,
                  seed: int | None = None, strict: bool = False) -> None:
@@ -422,7 +424,8 @@ class LocalVerifier:
             raise VerifierError("LocalVerifier needs a CUDA GPU; use InterpreterVerifier on the CPU")
         timing = {"warmup_ms": warmup_ms, "min_reps": min_reps, "max_reps": max_reps,
                   "target_rse": target_rse, "budget_s": time_budget_s}
-        peaks = {"bandwidth": peak_bandwidth, "flops_fp32": peak_flops_fp32, "flops_fp16": peak_flops_fp16}
+        peaks = {"bandwidth": peak_bandwidth, "flops_fp32": peak_flops_fp32, "flops_fp16": peak_flops_fp16,
+                 "bandwidth_max": peak_bandwidth_max}
         settings = Settings(seeds=seeds, timeout_s=timeout_s, static_checks=static_checks,
                             triton_share_min=triton_share_min, floor_margin=floor_margin,
                             excess_speedup=excess_speedup, timing=timing, baselines=baselines,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from mtmc.verify.hardware import below_floor, peaks_for, roofline_ms
+from mtmc.verify.hardware import KNOWN_PEAKS, below_floor, peaks_for, roofline_ms
 
 
 def test_peaks_by_device_name():
@@ -13,6 +13,25 @@ def test_peaks_by_device_name():
     custom = peaks_for("Some Future GPU", bandwidth=1e12, flops_fp32=1e14, flops_fp16=2e14)
     assert custom.bandwidth == 1e12
     assert peaks_for("NVIDIA H200", bandwidth=5e12).bandwidth == 5e12
+
+
+def test_the_rejection_floor_uses_the_datasheet_bandwidth():
+    h200 = peaks_for("NVIDIA H200")
+    assert (h200.bandwidth, h200.bandwidth_max) == (4.2e12, 4.8e12)
+    assert all(p.bandwidth_max >= p.bandwidth for _, p in KNOWN_PEAKS)
+    custom = peaks_for("Some Future GPU", bandwidth=1e12, flops_fp32=1e14, flops_fp16=2e14)
+    assert custom.bandwidth_max == 1e12
+    assert peaks_for("NVIDIA H200", bandwidth=5e12).bandwidth_max == 5e12  # never under the measured rate
+    assert peaks_for("NVIDIA H200", bandwidth_max=5.2e12).bandwidth_max == 5.2e12
+    # amax_lastdim on the H200 (2026-11-24): 4.29e9 bytes read at 4.655 TB/s, an honest kernel that the
+    # copy-rate floor (4.2e12 / 0.9 = 4.667 TB/s) passed by 0.2%; a read 1% faster must pass too
+    nbytes = 65536 * 16384 * 4
+    honest_ms = 1e3 * nbytes / 4.7e12
+    assert below_floor(honest_ms, roofline_ms(0, nbytes, False, h200), margin=0.9)  # as the copy rate would
+    assert not below_floor(honest_ms, roofline_ms(0, nbytes, False, h200, limit=True), margin=0.9)
+    assert below_floor(honest_ms / 1.3, roofline_ms(0, nbytes, False, h200, limit=True), margin=0.9)
+    # the reachable floor (what "share of roofline" reads against) stays the measured copy's
+    assert roofline_ms(0, nbytes, False, h200) == pytest.approx(1e3 * nbytes / 4.2e12)
 
 
 def test_roofline_and_floor():
