@@ -7,8 +7,9 @@ The floor is the one BENCHMARKS.md reports (benchmarks/baselines.py calls this f
 bytes / measured copy bandwidth, matmul FLOPs / the measured matmul rate of the task's dtype), so a
 benchmark's "% of roofline" column reads against the same ceilings as the eager and torch.compile
 columns there. Measured, not datasheet: 100% means "as fast as the calibration kernels ran on this
-GPU". It differs from the verifier's `roofline_ms`, a deliberately low *rejection* floor built
-from datasheet peaks (mtmc/verify/hardware.py) that must never reject an honest kernel.
+GPU". It differs from the verifier's floors (mtmc/verify/hardware.py): `Verdict.roofline_ms`, from its
+table of copy bandwidths and datasheet FLOP peaks, and the lower rejection floor at the datasheet's
+memory and math rates, which must never reject an honest kernel.
 A calibration file is what `benchmarks/calibrate.py` writes: `{"gpu": <torch.cuda.get_device_name()>,
 "copy_bytes_per_s": ..., "matmul_flops": {"float32": ..., "tf32": ..., "float16": ..., "bfloat16": ...}}`.
 """

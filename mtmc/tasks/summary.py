@@ -56,10 +56,6 @@ class TaskSummary:
     def op_names(self) -> list[str]:
         return list(self.ops)
 
-    def roofline_ms(self, peak_flops: float, peak_bytes_per_s: float) -> float:
-        """The floor: no correct program runs faster on a device with these peaks."""
-        return 1e3 * max(self.matmul_flops / peak_flops, self.bytes_min / peak_bytes_per_s)
-
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["intensity"] = self.intensity

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from mtmc.tasks import TaskError, load_suite, load_task, summarize
+from mtmc.verify.hardware import Peaks, roofline_ms
 
 GOOD = """
 import torch
@@ -63,7 +64,8 @@ def test_summary_counts_matmul_flops_and_compulsory_bytes(tmp_path):
     assert summary.bytes_min == 4 * (64 * 48 + 48 * 32 + 64 * 32)  # x, weight, output
     assert summary.op_names[:1] == ["mm"] and "relu" in summary.op_names
     assert summary.flops > summary.matmul_flops  # relu and mul add per-element work
-    floor = summary.roofline_ms(peak_flops=1e12, peak_bytes_per_s=1e9)
+    peaks = Peaks(bandwidth=1e9, bandwidth_max=1e9, flops_fp32=1e12, flops_fp16=1e12)
+    floor = roofline_ms(summary.matmul_flops, summary.bytes_min, False, peaks)
     assert floor == pytest.approx(1e3 * summary.bytes_min / 1e9)
 
 
