@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -329,3 +330,155 @@ def test_most_builtin_tasks_port():
             pass
     print(f"template coder ports {len(ported)}/{len(BUILTIN)} built-in tasks", file=sys.stderr)
     assert len(ported) >= 0.8 * len(BUILTIN)
+
+
+# --------------------------------------------------------------------------------------------------
+# looped reductions: rows longer than a block, walked chunk by chunk
+# --------------------------------------------------------------------------------------------------
+
+def fully_fused(task: Task) -> Program:
+    program = coder.apply(task, None, PORT)
+    while fusions := [s for s in coder.legal_strategies(task, program) if s.kind == "fuse"]:
+        program = coder.apply(task, program, fusions[0])
+    return program
+
+
+def with_small_blocks(task: Task, program: Program, block: int, block_m: int) -> Program:
+    """The same program with reduce blocks shorter than the task's rows: the looped form runs."""
+    ir = ProgramIR.from_dict(program.metadata["template_ir"])
+    for kernel in ir.kernels():
+        if kernel.kind == "reduce":
+            kernel.config.update({"BLOCK": block} if "BLOCK" in kernel.config else {"BLOCK_M": block_m})
+    return Program(generate(task, ir))
+
+
+def first_loop(source: str) -> list[str]:
+    """The body of the first chunk loop of the first kernel (its first reduction pass)."""
+    lines = source.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.strip().startswith("for start in range("))
+    depth = len(lines[head]) - len(lines[head].lstrip())
+    body = []
+    for line in lines[head + 1:]:
+        if line.strip() and len(line) - len(line.lstrip()) <= depth:
+            break
+        body.append(line.strip())
+    return body
+
+
+LOOPED_BUILTIN = ["cross_entropy", "cross_entropy_smooth_bf16", "groupnorm", "layernorm", "log_softmax_vocab",
+                  "logsumexp_lastdim", "softmax_channels_fp16", "kl_div_rows", "rmsnorm_fp16"]
+
+
+@pytest.mark.parametrize("name", LOOPED_BUILTIN)
+def test_builtin_reductions_in_small_blocks_match_reference(name, tmp_path):
+    """The CPU sizes fit one block; blocks of 64 (8 reduced rows for a column reduction) make the
+    kernels walk their rows in chunks, the last one partly masked (no CPU size is a multiple)."""
+    task = load_task(name)
+    if not _cpu_checkable(task):
+        pytest.skip("bf16 arithmetic does not run in the interpreter")
+    check(task, with_small_blocks(task, fully_fused(task), block=64, block_m=8), tmp_path, tag="small")
+
+
+@pytest.mark.parametrize("name", ["cross_entropy_smooth_bf16", "log_softmax_vocab", "logsumexp_lastdim",
+                                  "softmax_channels_fp16"])
+def test_looped_online_softmax_takes_one_exp_per_element(name):
+    """The running max and sum merge once per chunk: the only other exp rescales the running sum,
+    one value per row (per inner column of a column reduction), not one per element."""
+    source = fully_fused(load_task(name)).source
+    loop = first_loop(source)
+    exps = [part for line in loop for part in line.split("tl.exp(")[1:]]
+    per_element = [e for e in exps if not e.startswith("acc_")]
+    assert len(per_element) == 1 and len(exps) == 2, loop
+    running = {e.split()[0] for e in exps if e.startswith("acc_")}
+    for acc in running:
+        assert re.search(rf"{acc} = tl\.full\((\[\]|\[1, BLOCK_N\]),", source), acc
+
+
+@pytest.mark.parametrize("name", ["groupnorm", "layernorm"])
+def test_looped_welford_divides_per_chunk_only(name):
+    """Mean and M2 merge once per chunk (Chan): the loop divides by chunk counts alone."""
+    loop = first_loop(fully_fused(load_task(name)).source)
+    divisions = [line for line in loop if " / " in line]
+    assert divisions and all(re.search(r" / \(?count_\w+ \+ chunk_count_\w+\)?$| / chunk_count_\w+$", line)
+                             for line in divisions), divisions
+
+
+NEG_INF_TASK = '''
+"""Softmax-like reductions over rows holding -inf: all -inf rows, and rows whose first chunks are."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+B, N, R = 6, 45, 19
+
+
+class Model(nn.Module):
+    def forward(self, x, y, target, z):
+        return (torch.logsumexp(x, dim=-1), torch.softmax(y, dim=-1),
+                F.cross_entropy(y, target, reduction="none"), torch.softmax(z, dim=1))
+
+
+def get_inputs():
+    x = torch.randn(B, N)
+    x[0] = float("-inf")  # all -inf: the logsumexp is -inf, never NaN
+    x[1, :N - 3] = float("-inf")  # only the last, partly masked chunk is finite
+    y = torch.randn(B, N)
+    y[0, :2 * N // 3] = float("-inf")  # the first chunks are all -inf, the later ones are not
+    y[1, ::2] = float("-inf")
+    z = torch.randn(B, R, 7)
+    z[:, :R - 2, 0] = float("-inf")  # a column reduction: one column -inf but for its last rows
+    return [x, y, torch.full((B,), N - 1), z]
+
+
+def get_init_inputs():
+    return []
+
+
+MTMC = {"cpu_sizes": [{"B": 6, "N": 45, "R": 19}]}
+'''
+
+
+VARIANCE_TASK = '''
+"""Variances over rows and over a leading dim, with and without Bessel's correction, off-centre."""
+import torch
+import torch.nn as nn
+
+B, N, R = 5, 45, 19
+
+
+class Model(nn.Module):
+    def forward(self, x, z):
+        return x.var(dim=-1), x.var(dim=-1, unbiased=False), torch.var(z, dim=1), z.std(dim=1, correction=0)
+
+
+def get_inputs():
+    return [torch.randn(B, N) * 3 + 10, torch.randn(B, R, 7) + 5]
+
+
+def get_init_inputs():
+    return []
+
+
+MTMC = {"cpu_sizes": [{"B": 5, "N": 45, "R": 19}]}
+'''
+
+
+def task_from_source(tmp_path: Path, name: str, source: str) -> Task:
+    path = tmp_path / f"{name}.py"
+    path.write_text(source)
+    return load_task(path)
+
+
+def test_looped_softmax_over_rows_of_minus_infinity(tmp_path):
+    task = task_from_source(tmp_path, "neg_inf_rows", NEG_INF_TASK)
+    # looped only: the one-pass form shifts an all -inf row by its max, -inf, and gives NaN
+    check(task, with_small_blocks(task, fully_fused(task), block=16, block_m=4), tmp_path)
+
+
+def test_looped_variance_with_and_without_correction(tmp_path):
+    task = task_from_source(tmp_path, "variances", VARIANCE_TASK)
+    program = fully_fused(task)
+    check(task, program, tmp_path, tag="one_pass")
+    looped = with_small_blocks(task, program, block=16, block_m=4)
+    assert looped.source.count("Chan's merge") == 4
+    check(task, looped, tmp_path, tag="looped")

@@ -122,6 +122,10 @@ class Layout:
     def acc_shape(self) -> str:
         return "[BLOCK_M, BLOCK_N]" if self.column else "[BLOCK]"
 
+    def stat_shape(self) -> str:
+        """A running statistic of a row: one scalar, or one per inner column of a column reduction."""
+        return "[1, BLOCK_N]" if self.column else "[]"
+
     def acc_init(self, kind: str) -> str:
         if kind in ("sum", "mean"):
             return f"tl.zeros({self.acc_shape()}, dtype=tl.float32)"
@@ -303,9 +307,8 @@ def _looped(w: Writer, kernel: Kernel, lay: Layout) -> None:
         accs = {op.out: f"acc_{var(op.out)}" for op in reds}
         w(f"# pass {stage} of {passes}: {', '.join(op.out for op in reds)}")
         for op in reds:
-            if op.out in pairs and pairs[op.out][0] == "welford":
-                w(f"{accs[op.out]} = tl.zeros({lay.acc_shape()}, dtype=tl.float32)  # M2 per lane")
-                w(f"count_{var(op.out)} = tl.zeros({lay.acc_shape()}, dtype=tl.float32)")
+            if op.out in pairs or op.out in partners:  # merged once per chunk: one value per row
+                w(f"{accs[op.out]} = tl.full({lay.stat_shape()}, {_IDENTITY[op.op]}, tl.float32)")
             else:
                 w(f"{accs[op.out]} = {lay.acc_init(op.op)}")
         w(f"for start in range(0, {lay.red_size}, {lay.block}):")
@@ -351,39 +354,54 @@ def _looped(w: Writer, kernel: Kernel, lay: Layout) -> None:
 def _paired_update(w: Writer, lay: Layout, op: Op, pair: tuple[str, str, str], accs: dict[str, str],
                    body: BodyEmitter) -> None:
     kind, first, source = pair
-    value, mask = body.arg(source), lay.red_mask
-    acc, acc_first = accs[op.out], accs[first]
     if kind == "online":
-        w("# online softmax: keep a running max and rescale the running sum when it grows")
-        w(f"max_new = tl.maximum({acc_first}, tl.where({mask}, {value}, float(\"-inf\")))")
-        w('shift = tl.where(max_new == float("-inf"), 0.0, max_new)')
-        w(f"{acc} = {acc} * tl.exp({acc_first} - shift) + tl.where({mask}, tl.exp({value} - shift), 0.0)")
-        w(f"{acc_first} = max_new")
+        _online_chunk(w, lay, first, op.out, body.arg(source), accs)
     else:
-        count = f"count_{var(op.out)}"
-        w("# Welford: running mean and sum of squared deviations per lane")
-        w(f"{count} += tl.where({mask}, 1.0, 0.0)")
-        w(f"delta = tl.where({mask}, {value} - {acc_first}, 0.0)")
-        w(f"{acc_first} += delta / tl.maximum({count}, 1.0)")
-        w(f"{acc} += delta * tl.where({mask}, {value} - {acc_first}, 0.0)")
+        _welford_chunk(w, lay, first, op.out, body.arg(source), accs)
+
+
+def _online_chunk(w: Writer, lay: Layout, m: str, s: str, value: str, accs: dict[str, str]) -> None:
+    """Running max m and sum s of exp(value - m), merged with one chunk's max and sum."""
+    mask, keep = lay.red_mask, lay.keep
+    acc_m, acc_s = accs[m], accs[s]
+    m, s = var(m), var(s)
+    new, shift, chunk = f"new_{m}", f"shift_{m}", f"chunk_{s}"
+    w("# online softmax per chunk: one exp per element, the running sum is rescaled once per chunk")
+    w(f'{new} = tl.maximum({acc_m}, tl.max(tl.where({mask}, {value}, float("-inf")), axis=0{keep}))')
+    w("# a row still all -inf shifts by 0: exp(-inf - 0) is 0 where exp(-inf - -inf) would be NaN")
+    w(f'{shift} = tl.where({new} == float("-inf"), 0.0, {new})')
+    w(f"{chunk} = tl.sum(tl.where({mask}, tl.exp({value} - {shift}), 0.0), axis=0{keep})")
+    w(f"{acc_s} = {acc_s} * tl.exp({acc_m} - {shift}) + {chunk}")
+    w(f"{acc_m} = {new}")
+
+
+def _welford_chunk(w: Writer, lay: Layout, mu: str, v: str, value: str, accs: dict[str, str]) -> None:
+    """Running mean mu and M2 (in v's accumulator), merged with one chunk's count, mean and M2 (Chan)."""
+    mask, keep = lay.red_mask, lay.keep
+    acc_mu, acc_v, v = accs[mu], accs[v], var(v)
+    count, chunk_count, chunk_mean = f"count_{v}", f"chunk_count_{v}", f"chunk_mean_{v}"
+    dev, delta, weight = f"chunk_dev_{v}", f"delta_{v}", f"weight_{v}"
+    w("# Welford per chunk (Chan's merge): the divisions are per chunk, none per element")
+    w(f"{count} = start * 1.0  # every earlier chunk was full")
+    w(f"{chunk_count} = tl.minimum({lay.red_size} - start, {lay.block}) * 1.0")
+    w(f"{chunk_mean} = tl.sum(tl.where({mask}, {value}, 0.0), axis=0{keep}) / {chunk_count}")
+    w(f"{dev} = tl.where({mask}, {value} - {chunk_mean}, 0.0)")
+    w(f"{delta} = {chunk_mean} - {acc_mu}")
+    w(f"{weight} = {chunk_count} / ({count} + {chunk_count})")
+    w(f"{acc_mu} += {delta} * {weight}")
+    w(f"{acc_v} += tl.sum({dev} * {dev}, axis=0{keep}) + {delta} * {delta} * {count} * {weight}")
 
 
 def _paired_final(w: Writer, lay: Layout, op: Op, pair: tuple[str, str, str], accs: dict[str, str]) -> None:
+    """The running values already cover the whole row: only the variance's divisor is left."""
     kind, first, _ = pair
-    acc, acc_first = accs[op.out], accs[first]
-    keep = lay.keep
+    w(f"{var(first)} = {accs[first]}")
     if kind == "online":
-        w(f"{var(first)} = tl.max({acc_first}, axis=0{keep})")
-        w(f"{var(op.out)} = tl.sum({acc} * tl.exp({acc_first} - {var(first)}), axis=0{keep})")
+        w(f"{var(op.out)} = {accs[op.out]}")
     else:
-        count = f"count_{var(op.out)}"
         correction = op.attrs.get("correction", 0)
-        n = lay.red_size
-        w(f"{var(first)} = tl.sum({acc_first} * {count}, axis=0{keep}) / {n}")
-        w("# merge the lanes: their M2 plus the spread of their means around the row mean")
-        spread = f"{count} * ({acc_first} - {var(first)}) * ({acc_first} - {var(first)})"
-        divisor = f"({n} - {correction!r})" if correction else n
-        w(f"{var(op.out)} = (tl.sum({acc}, axis=0{keep}) + tl.sum({spread}, axis=0{keep})) / {divisor}")
+        divisor = f"({lay.red_size} - {correction!r})" if correction else lay.red_size
+        w(f"{var(op.out)} = {accs[op.out]} / {divisor}")
 
 
 # --------------------------------------------------------------------------------------------------
