@@ -47,12 +47,14 @@ def configs_name(kernel_name: str) -> str:
     return kernel_name.strip("_").upper() + "_CONFIGS"
 
 
-def emit_configs(w: Writer, kernel_name: str, configs: list[dict[str, Any]]) -> None:
+def emit_configs(w: Writer, kernel_name: str, configs: list[dict[str, Any]],
+                 pre_hook: str | None = None) -> None:
     """The autotune candidates (the verifier's interpreter workers run each once to check it)."""
     w(f"{configs_name(kernel_name)} = [")
     for cfg in configs:
         meta = {k: v for k, v in cfg.items() if k not in ("num_warps", "num_stages")}
         extra = "".join(f", {k}={cfg[k]}" for k in ("num_warps", "num_stages") if k in cfg)
+        extra += f", pre_hook={pre_hook}" if pre_hook else ""
         w(f"    triton.Config({meta!r}{extra}),")
     w("]")
     w()

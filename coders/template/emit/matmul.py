@@ -29,13 +29,53 @@ def _precision(kernel: Kernel) -> str:
     return kernel.config.get("precision", "ieee")
 
 
+def uses_tma(kernel: Kernel) -> bool:
+    """Persistent 16-bit 2-D GEMMs load their tiles with TMA descriptors when the GPU and the
+    operands allow it (pointer loads otherwise). On the H200 this took the linear/matmul GEMMs from
+    0.81-0.90x cuBLAS (pointer loads) to 0.99-1.00x on three of four shapes (BENCHMARKS.md)."""
+    cfg = kernel.config
+    return bool(cfg.get("persistent")) and cfg.get("split_k", 1) == 1 and not _batched(kernel) \
+        and kernel.space.get("dtype") in ("float16", "bfloat16")
+
+
+def _b_rows_are_n(kernel: Kernel) -> bool:
+    """A linear's weight is [N, K]: its TMA tiles are [BLOCK_N, BLOCK_K], transposed in the dot."""
+    return kernel.space["form"] == "linear"
+
+
+def _fp32_layout_copy(kernel: Kernel) -> str | None:
+    """fp32 dots want B in a particular memory order (measured on the H200, 4096^3): FMA (ieee) dots
+    ran 3.05 ms with B N-major and 6.41 ms K-major; tf32x3 tensor-core dots 1.74 ms K-major and
+    2.51 ms N-major. One copy of B into the faster order costs ~0.03 ms there. Returns the order B
+    is copied into ("n" or "k"), or None when its order already fits or the dot is 16-bit."""
+    if kernel.space.get("dtype") != "float32" or kernel.config.get("split_k", 1) > 1:
+        return None
+    k_major = _b_rows_are_n(kernel)
+    tensor_cores = _precision(kernel) in ("tf32", "tf32x3")
+    if tensor_cores and not k_major:
+        return "k"
+    if not tensor_cores and k_major:
+        return "n"
+    return None
+
+
 def _operand_params(kernel: Kernel) -> list[str]:
     return [var(o.value) if o.scalar else ptr(o.value) for o in kernel.operands]
 
 
+def _grouped(kernel: Kernel) -> bool:
+    """Autotuned kernels always walk tiles in groups: on the H200 the persistent TMA GEMMs ran
+    0.88-0.93x cuBLAS autotuned in row order and 0.94-1.02x with GROUP_M=8 (BENCHMARKS.md)."""
+    return kernel.config.get("GROUP_M", 1) > 1 or bool(kernel.config.get("autotune"))
+
+
+def _group_size(kernel: Kernel) -> int:
+    return kernel.config["GROUP_M"] if kernel.config.get("GROUP_M", 1) > 1 else 8
+
+
 def _tile_ids(w: Writer, kernel: Kernel, tile: str) -> None:
     """pid_m, pid_n of a tile index; grouped so that GROUP_M rows of tiles share B in L2."""
-    if kernel.config.get("GROUP_M", 1) > 1:
+    if _grouped(kernel):
         w("# grouped order: GROUP_M rows of tiles run together and reuse the same B columns in L2")
         w("num_pid_in_group = GROUP_M * num_pid_n")
         w(f"first_pid_m = ({tile} // num_pid_in_group) * GROUP_M")
@@ -69,7 +109,16 @@ def _k_loop(w: Writer, kernel: Kernel, split: bool) -> None:
     w("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)")
     w(f"for k in range({lo}, {'k_hi' if split else 'K'}, BLOCK_K):")
     w.indent()
-    w("if EVEN_K:  # K is a multiple of BLOCK_K: no masks, the loads pipeline best")
+    if uses_tma(kernel):
+        w("if TMA:  # descriptors copy whole tiles to shared memory, zero-filled past the edges")
+        w("    a = a_desc.load([pid_m * BLOCK_M, k])")
+        if _b_rows_are_n(kernel):
+            w("    b = b_desc.load([pid_n * BLOCK_N, k]).T")
+        else:
+            w("    b = b_desc.load([k, pid_n * BLOCK_N])")
+        w("elif EVEN_K:  # K is a multiple of BLOCK_K: no masks, the loads pipeline best")
+    else:
+        w("if EVEN_K:  # K is a multiple of BLOCK_K: no masks, the loads pipeline best")
     w("    a = tl.load(a_ptrs)")
     w("    b = tl.load(b_ptrs)")
     w("else:")
@@ -120,22 +169,30 @@ def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
         strides = ["stride_ab", *strides[:2], "stride_bb", *strides[2:]]
     persistent = cfg.get("persistent") and not split
     sizes = ["M", "N", "K"] + (["n_batch"] if batched and persistent else [])
-    consts = ["BLOCK_M", "BLOCK_N", "BLOCK_K"] + (["GROUP_M"] if cfg.get("GROUP_M", 1) > 1 else [])
+    consts = ["BLOCK_M", "BLOCK_N", "BLOCK_K"] + (["GROUP_M"] if _grouped(kernel) else [])
     if split:
         consts.append("SPLIT_K")
         params = ["a_ptr", "b_ptr", "ws_ptr"] + sizes + strides
     else:
-        params = ["a_ptr", "b_ptr"] + _operand_params(kernel) + [ptr(o.value) for o in kernel.outputs] \
-            + sizes + strides
+        descs = ["a_desc", "b_desc"] if uses_tma(kernel) else []
+        params = ["a_ptr", "b_ptr", *descs] + _operand_params(kernel) + \
+            [ptr(o.value) for o in kernel.outputs] + sizes + strides
+    heuristics = {"EVEN_K": 'args["K"] % args["BLOCK_K"] == 0'}
+    if uses_tma(kernel):
+        consts.append("TMA")
+        heuristics["TMA"] = 'args["a_desc"] is not None'
     kernel_header(w, kernel, name, params, consts + ["EVEN_K"], key=["M", "N", "K"],
-                  heuristics={"EVEN_K": 'args["K"] % args["BLOCK_K"] == 0'})
+                  heuristics=heuristics)
     w.indent()
     w("num_pid_m = tl.cdiv(M, BLOCK_M)")
     w("num_pid_n = tl.cdiv(N, BLOCK_N)")
     if persistent:
         w("# persistent: one program per SM strides over the output tiles")
         total = "num_pid_m * num_pid_n" + (" * n_batch" if batched else "")
-        w(f"for tile_id in range(tl.program_id(0), {total}, tl.num_programs(0)):")
+        if uses_tma(kernel):  # flatten: the next tile's loads are pipelined under this tile's epilogue
+            w(f"for tile_id in tl.range(tl.program_id(0), {total}, tl.num_programs(0), flatten=True):")
+        else:
+            w(f"for tile_id in range(tl.program_id(0), {total}, tl.num_programs(0)):")
         w.indent()
         if batched:
             w("pid_b = (tile_id // (num_pid_m * num_pid_n)).to(tl.int64)")
@@ -210,6 +267,9 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
         w(f"b3 = {b}.reshape(-1, {b}.shape[-2], {b}.shape[-1])")
         w("n_batch, M, K = a3.shape")
         w("N = b3.shape[-1]")
+        if _fp32_layout_copy(kernel):
+            _layout_comment(w, kernel)
+            w("b3 = b3.transpose(1, 2).contiguous().transpose(1, 2)")
         strides = ["a3.stride(0)", "a3.stride(1)", "a3.stride(2)", "b3.stride(0)", "b3.stride(1)",
                    "b3.stride(2)"]
         a_arg, b_arg = "a3", "b3"
@@ -217,6 +277,9 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
         w(f"K = {a}.shape[-1]")
         w(f"a2 = {a}.reshape(-1, K)")
         w("M = a2.shape[0]")
+        if _fp32_layout_copy(kernel):
+            _layout_comment(w, kernel)
+            w(f"{b} = {b}.t().contiguous().t()")
         if form == "linear":
             w(f"N = {b}.shape[0]")
             # B[k, n] = W[n, k]: walk the weight through its strides instead of transposing it
@@ -251,7 +314,10 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
             w(line)
     else:
         persistent = cfg.get("persistent")
-        args = [a_arg, b_arg, *operands, *outs, "M", "N", "K"] + \
+        if uses_tma(kernel):
+            _tma_descriptors(w, kernel, a_arg, b_arg)
+        descs = ["a_desc", "b_desc"] if uses_tma(kernel) else []
+        args = [a_arg, b_arg, *descs, *operands, *outs, "M", "N", "K"] + \
             (["n_batch"] if batched and persistent else []) + strides
         if cfg.get("autotune"):
             tiles_meta = "triton.cdiv(M, meta['BLOCK_M']) * triton.cdiv(N, meta['BLOCK_N'])"
@@ -276,11 +342,53 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
     w()
 
 
+def _layout_comment(w: Writer, kernel: Kernel) -> None:
+    if _fp32_layout_copy(kernel) == "k":
+        w("# tf32 tensor-core dots read B fastest K-major: one copy into that order pays for itself")
+    else:
+        w("# fp32 FMA dots read B fastest N-major: one copy into that order pays for itself")
+
+
+def _b_block(kernel: Kernel) -> tuple[str, str]:
+    return ("BLOCK_N", "BLOCK_K") if _b_rows_are_n(kernel) else ("BLOCK_K", "BLOCK_N")
+
+
+def _tma_descriptors(w: Writer, kernel: Kernel, a_arg: str, b_arg: str) -> None:
+    """Descriptors when TMA is usable; None selects the kernel's pointer loads."""
+    cfg = kernel.config
+    w("a_desc = b_desc = None")
+    w(f"if _tma_ready({a_arg}, {b_arg}):")
+    if cfg.get("autotune"):
+        w("    # block shapes are set per config by the autotuner's pre_hook")
+        a_block, b_block = "[1, 1]", "[1, 1]"
+    else:
+        a_block = f"[{cfg['BLOCK_M']}, {cfg['BLOCK_K']}]"
+        b_block = "[" + ", ".join(str(cfg[k]) for k in _b_block(kernel)) + "]"
+    w(f"    a_desc = TensorDescriptor.from_tensor({a_arg}, {a_block})")
+    w(f"    b_desc = TensorDescriptor.from_tensor({b_arg}, {b_block})")
+
+
+def emit_config_hook(w: Writer, kernel: Kernel, name: str) -> str | None:
+    """An autotuned TMA kernel's descriptors take the block shape of each config tried."""
+    if not uses_tma(kernel):
+        return None
+    hook = name.removesuffix("_kernel") + "_tma_blocks"
+    bn, bk = _b_block(kernel)
+    w(f"def {hook}(nargs):")
+    w('    """Give the TMA descriptors the block shape of the config being tried."""')
+    w('    if nargs["a_desc"] is not None:')
+    w('        nargs["a_desc"].block_shape = [nargs["BLOCK_M"], nargs["BLOCK_K"]]')
+    w(f'        nargs["b_desc"].block_shape = [nargs["{bn}"], nargs["{bk}"]]')
+    w()
+    w()
+    return hook
+
+
 def tuning_space(kernel: Kernel) -> list[dict]:
     cfg = kernel.config
     keys = ["BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages"]
     current = {k: cfg[k] for k in keys}
-    group = {"GROUP_M": cfg["GROUP_M"]} if cfg.get("GROUP_M", 1) > 1 else {}
+    group = {"GROUP_M": _group_size(kernel)} if _grouped(kernel) else {}
     if kernel.space.get("dtype") in ("float16", "bfloat16"):
         candidates = ((128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (128, 128, 64, 8, 4), (128, 128, 64, 4, 4),
                       (128, 64, 64, 4, 4), (64, 128, 64, 4, 4), (64, 64, 64, 4, 4))

@@ -45,16 +45,24 @@ def generate(task: Task, ir: ProgramIR) -> str:
         w("import torch.nn.functional as F")
     w("import triton")
     w("import triton.language as tl")
+    tma = any(k.kind == "matmul" and matmul.uses_tma(k) for k in ir.kernels())
+    if tma:
+        w("from triton.tools.tensor_descriptor import TensorDescriptor")
     w()
     if any(k.config.get("persistent") for k in ir.kernels()):
         _emit_num_programs(w)
+    if tma:
+        _emit_tma_ready(w)
     if any(isinstance(s, PyStep) and "_triangle(" in s.expr for s in ir.steps):
         _emit_triangle(w)
     for kernel in ir.kernels():
         emitter = _EMITTERS[kernel.kind]
         w()
         if kernel.config.get("autotune"):
-            emit_configs(w, kernel_name(kernel), emitter.tuning_space(kernel))
+            hook = None
+            if kernel.kind == "matmul":
+                hook = matmul.emit_config_hook(w, kernel, kernel_name(kernel))
+            emit_configs(w, kernel_name(kernel), emitter.tuning_space(kernel), pre_hook=hook)
         emitter.emit_kernel(w, kernel, kernel_name(kernel))
         w()
         emitter.emit_launcher(w, kernel, kernel_name(kernel), Launcher(ir, kernel, launcher_name(kernel)))
@@ -90,6 +98,19 @@ def _emit_num_programs(w: Writer) -> None:
     w('    if device.type == "cuda":')
     w("        return torch.cuda.get_device_properties(device).multi_processor_count")
     w("    return 4")
+    w()
+
+
+def _emit_tma_ready(w: Writer) -> None:
+    w()
+    w("def _tma_ready(*tensors):")
+    w('    """TMA descriptors need compute capability 9.0 (or the CPU interpreter) and 16-byte aligned')
+    w('    rows; otherwise the kernel falls back to pointer loads."""')
+    w("    device = tensors[0].device")
+    w('    if device.type == "cuda" and torch.cuda.get_device_capability(device)[0] < 9:')
+    w("        return False")
+    w("    return all(t.stride(-1) == 1 and t.stride(0) * t.element_size() % 16 == 0")
+    w("               and t.storage_offset() * t.element_size() % 16 == 0 for t in tensors)")
     w()
 
 
