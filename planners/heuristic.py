@@ -3,20 +3,23 @@
 Order: port (or keep the vendor library call where port is not offered), then fuse, then tune by
 the task's regime, read from the summary:
 
-- matmul-heavy (most FLOPs in matmuls/convs and FLOP/byte above `compute_bound_intensity`): the
-  Triton GEMM recipe for Hopper: 128x256x64 tiles for 16-bit operands (the tensor cores want the
-  larger tile; 3 stages of it take 144 KiB of the 227 KiB of shared memory), 128x128x32 for fp32,
-  GROUP_M=8 L2 swizzle, split-K when the output has fewer 128x128 tiles than SMs or the reduction
-  is far longer than the output is wide, then autotune, and only then single knobs (3 or 4
-  pipeline stages, 8 warps). Autotune comes before the knobs because its menu holds the
-  known-good configurations, and on the H100 no matmul run got past two knobs that did not help
-  (`patience`) to reach it: linear_bias_bf16 and linear_gelu_bf16 stayed at 0.73-0.74x cuBLAS.
+- matmul-heavy (most FLOPs in matmuls/convs and FLOP/byte above `compute_bound_intensity`):
+  fp32 dots first move to `precision tf32x3` (three TF32 tensor-core products: on the H200 its
+  error against an fp64 product was 2.4e-7 against cuBLAS fp32's 1.1e-6, at 1.07-1.56x cuBLAS's
+  speed), split-K when the output has fewer 128x128 tiles than SMs or the reduction is far
+  longer than the output is wide, then autotune, then persistent (for 16-bit GEMMs the template's
+  persistent kernel loads tiles with TMA: autotuned, 0.99-1.00x cuBLAS on three of four H200
+  shapes against 0.81-0.90x for pointer loads), GROUP_M=8 L2 swizzle, and only then fixed tiles
+  and single knobs. Autotune comes right after the fusions because its menu holds the known-good
+  configurations: on the H100 and H200 suite runs, a fixed tile was slower than the port more
+  often than not, and linear_gelu_bf16 and linear_swish_fp16 stopped on two knobs that did not
+  help (`patience`) before reaching autotune.
 - memory-bound: a split of the reduced extent into 16 parallel chunks where the coder offers one
   (it does only for a reduction that launches fewer than two programs per SM: on the H200 suite run
   mean_dim0's port ran 256 programs, 16384 columns of 64, each down 65536 rows, at 50% of the floor
   and 0.49x torch.compile, and the heuristic spent its steps on a 2-D tile and 2 warps, both slower;
-  16 chunks make 4096 programs), then vectorize, a larger 1-D BLOCK, 8 warps for large outputs
-  (4 for small), autotune.
+  16 chunks make 4096 programs), then vectorize, a larger 1-D BLOCK, 8 warps when the largest
+  tensor is large (mean_dim0 split 16: 1.070 ms with 4 warps, 0.952 ms with 8), autotune.
 
 Wanted parameters are matched to the nearest legal strategy of the same kind (log2 distance). Each
 kind is tried once, except fusions, which add up (see `may_repeat`); a step already tried is not
@@ -77,12 +80,15 @@ class HeuristicPlanner:
             half = _is_16bit(summary)
             tile = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64} if half else \
                 {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32}
-            wishes: list[Wish] = [("fuse", {}), ("tile", tile), ("group_m", {"value": 8})]
+            wishes: list[Wish] = [("fuse", {})]
+            if not half:
+                wishes.append(("precision", {"value": "tf32x3"}))
             if self.wants_split_k(summary):
                 wishes.append(("split_k", {"value": 4}))
-            return wishes + [("autotune", {}), ("num_stages", {"value": 4 if half else 3}),
+            return wishes + [("autotune", {}), ("persistent", {}), ("group_m", {"value": 8}),
+                             ("tile", tile), ("num_stages", {"value": 4 if half else 3}),
                              ("num_warps", {"value": 8})]
-        warps = 8 if _output_numel(summary) >= self.large_output else 4
+        warps = 8 if _largest_numel(summary) >= self.large_output else 4
         return [("fuse", {}), ("split_k", {"value": self.reduce_split}), ("vectorize", {}),
                 ("tile", {"BLOCK": self.block}),
                 ("num_warps", {"value": warps}), ("autotune", {})]
@@ -129,7 +135,9 @@ def stalled(history: list[StepRecord], patience: int) -> bool:
 
 def closest(kind: str, params: dict[str, Any], candidates: list[Strategy]) -> Strategy | None:
     """The candidate of `kind` nearest to the wanted params (first one on ties; any if none wanted)."""
-    same = [s for s in candidates if s.kind == kind]
+    # a named value (a precision) must match exactly: tf32x3 keeps fp32 accuracy, tf32 does not
+    same = [s for s in candidates if s.kind == kind and all(
+        s.args.get(k) == v for k, v in params.items() if not isinstance(v, int))]
     if not same:
         return None
     return min(same, key=lambda s: _distance(params, s.args))
@@ -152,6 +160,10 @@ def _first_of_kind(moves: list[Strategy], kind: str) -> Strategy | None:
 
 def _output_numel(summary: TaskSummary) -> int:
     return sum(math.prod(t.shape) for t in summary.outputs)
+
+
+def _largest_numel(summary: TaskSummary) -> int:
+    return max(math.prod(t.shape) for t in [*summary.inputs, *summary.outputs])
 
 
 def _is_16bit(summary: TaskSummary) -> bool:

@@ -22,16 +22,17 @@ PROGRAM = Program("class ModelNew: ...")
 TUNING = ["fuse epilogue", "tile BLOCK_M=64 BLOCK_N=64 BLOCK_K=32", "tile BLOCK_M=128 BLOCK_N=128 BLOCK_K=64",
           "tile BLOCK_M=128 BLOCK_N=256 BLOCK_K=64",
           "tile BLOCK=256", "tile BLOCK=4096", "group_m 8", "num_stages 2", "num_stages 3", "num_stages 4",
-          "num_warps 4", "num_warps 8", "split_k 4", "vectorize", "autotune", "precision tf32", "stop"]
+          "num_warps 4", "num_warps 8", "split_k 4", "vectorize", "autotune", "persistent", "precision tf32",
+          "precision tf32x3", "stop"]
 
 
-def summary(*, matmul: bool, out_shape=(4096, 4096), dtype="float32") -> TaskSummary:
+def summary(*, matmul: bool, out_shape=(4096, 4096), dtype="float32", in_shape=(4096, 4096)) -> TaskSummary:
     if matmul:  # 4096^3 GEMM: 137 GFLOP over 201 MB, ~680 FLOP/B
         flops, bytes_min = 2 * 4096**3, 3 * 4096 * 4096 * 4
         return TaskSummary("mm", {"mm": 1}, [TensorInfo([4096, 4096], dtype)] * 2,
                            [TensorInfo(list(out_shape), dtype)], 0, flops, flops, bytes_min)
     numel = 4096 * 4096  # softmax-like: a few FLOP per element
-    return TaskSummary("sm", {"softmax": 1}, [TensorInfo([4096, 4096], dtype)],
+    return TaskSummary("sm", {"softmax": 1}, [TensorInfo(list(in_shape), dtype)],
                        [TensorInfo(list(out_shape), dtype)], 0, 5 * numel, 0, 2 * numel * 4)
 
 
@@ -71,13 +72,21 @@ def test_heuristic_ports_first():
 
 def test_heuristic_tunes_a_matmul_like_a_gemm():
     steps = play(HeuristicPlanner(), TUNING, matmul=True)
-    assert steps == ["fuse epilogue", "tile BLOCK_M=128 BLOCK_N=128 BLOCK_K=64", "group_m 8", "autotune",
-                     "num_stages 3", "num_warps 8"]  # many output tiles: no split-K
+    assert steps == ["fuse epilogue", "precision tf32x3", "autotune", "persistent", "group_m 8",
+                     "tile BLOCK_M=128 BLOCK_N=128 BLOCK_K=64", "num_stages 3",
+                     "num_warps 8"]  # many output tiles: no split-K
+
+
+def test_heuristic_never_picks_a_reduced_precision_for_fp32_accuracy():
+    legal = [t for t in TUNING if t != "precision tf32x3"]  # only plain tf32 offered
+    assert "precision tf32" not in play(HeuristicPlanner(), legal, matmul=True)
 
 
 def test_heuristic_wants_the_large_tile_for_16_bit_matmuls():
     steps = play(HeuristicPlanner(), TUNING, matmul=True, dtype="bfloat16")
-    assert steps[:4] == ["fuse epilogue", "tile BLOCK_M=128 BLOCK_N=256 BLOCK_K=64", "group_m 8", "autotune"]
+    assert steps[:5] == ["fuse epilogue", "autotune", "persistent", "group_m 8",
+                         "tile BLOCK_M=128 BLOCK_N=256 BLOCK_K=64"]
+    assert not any(s.startswith("precision") for s in steps)  # 16-bit dots have no precision step
 
 
 def test_heuristic_uses_split_k_and_four_stages_when_they_fit():
@@ -98,7 +107,9 @@ def test_heuristic_tunes_a_memory_bound_task_for_bandwidth():
     # the template coder offers a reduction split only to a kernel with too few programs: none here
     steps = play(HeuristicPlanner(), [s for s in TUNING if not s.startswith("split_k")], matmul=False)
     assert steps == ["fuse epilogue", "vectorize", "tile BLOCK=4096", "num_warps 8", "autotune"]
-    small = play(HeuristicPlanner(), TUNING, matmul=False, out_shape=(64, 64))
+    # a large input reduced to a small output still streams 64 MB: 8 warps (mean_dim0 on the H200)
+    assert "num_warps 8" in play(HeuristicPlanner(), TUNING, matmul=False, out_shape=(64, 64))
+    small = play(HeuristicPlanner(), TUNING, matmul=False, out_shape=(64, 64), in_shape=(64, 64))
     assert "num_warps 4" in small
 
 
