@@ -51,6 +51,15 @@ def build(coder: TemplateCoder, task: Task, variant: str) -> Program:
     return program
 
 
+def check_variant(variant: str) -> None:
+    """Refuse a variant that does not start from `fused` (a leading step would be dropped)."""
+    head, *extra = variant.split("+")
+    if head not in ("port", "fused", "tuned") or (head != "fused" and extra):
+        raise ValueError(f"variant {variant!r}: expected port, fused, tuned or fused+<step>+<step>...")
+    for text in extra:
+        Strategy.parse(text)  # a typo fails here, before any GPU time is spent
+
+
 def load_program(program: Program, tag: str):
     path = Path(tempfile.mkdtemp()) / f"{tag}.py"
     path.write_text(program.source)
@@ -123,6 +132,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
     variants = args.variants.split(";")
+    for variant in variants:
+        check_variant(variant)
     coder = TemplateCoder()
     rows = []
     for name in args.tasks or builtin_names():
