@@ -116,9 +116,8 @@ def _k_loop(w: Writer, kernel: Kernel, split: bool) -> None:
             w("    b = b_desc.load([pid_n * BLOCK_N, k]).T")
         else:
             w("    b = b_desc.load([k, pid_n * BLOCK_N])")
-        w("elif EVEN_K:  # K is a multiple of BLOCK_K: no masks, the loads pipeline best")
-    else:
-        w("if EVEN_K:  # K is a multiple of BLOCK_K: no masks, the loads pipeline best")
+    w(f"{'elif' if uses_tma(kernel) else 'if'} EVEN_K:  # K is a multiple of BLOCK_K: no masks, "
+      "the loads pipeline best")
     w("    a = tl.load(a_ptrs)")
     w("    b = tl.load(b_ptrs)")
     w("else:")
@@ -293,8 +292,8 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
     split = cfg.get("split_k", 1)
     tiles = "triton.cdiv(M, {bm}) * triton.cdiv(N, {bn})"
     consts = {"BLOCK_M": cfg["BLOCK_M"], "BLOCK_N": cfg["BLOCK_N"], "BLOCK_K": cfg["BLOCK_K"]}
-    if cfg.get("GROUP_M", 1) > 1:
-        consts["GROUP_M"] = cfg["GROUP_M"]
+    if _grouped(kernel):
+        consts["GROUP_M"] = _group_size(kernel)
     launch_kw = [f"num_warps={cfg['num_warps']}", f"num_stages={cfg['num_stages']}"]
     operands = [o.value for o in kernel.operands]
     outs = [o.value for o in kernel.outputs]
