@@ -50,8 +50,12 @@ def import_program(source: str, tmp_path: Path, tag: str):
 
 def check(task: Task, program: Program, tmp_path: Path, tag: str = "p") -> None:
     """The program's outputs match the reference's at every CPU size of the task."""
-    module = import_program(program.source, tmp_path, tag)
-    for i, sizes in enumerate(task.sizes("cpu")):
+    check_module(task, import_program(program.source, tmp_path, tag), task.sizes("cpu"))
+
+
+def check_module(task: Task, module, all_sizes: list[dict]) -> None:
+    """An imported program's outputs match the reference's at each of the given sizes."""
+    for i, sizes in enumerate(all_sizes):
         for key, value in sizes.items():  # the verifier overrides the same constants in the candidate
             if hasattr(module, key):
                 setattr(module, key, value)
