@@ -150,11 +150,14 @@ def gemm_tma_persistent_kernel(table, b_nk: bool):
 KERNELS: dict = {}
 
 
-def kernel_for(name, table, *flags):
-    key = (name, id(table), flags)
+def kernel_for(form: str, dtype, linear: bool):
+    """The autotuned kernel of a form, one per (form, operand dtype class, B layout)."""
+    table = FP32_CONFIGS if dtype == torch.float32 else HALF_CONFIGS
+    flags = (linear,) if form.startswith("tma") else ()  # TMA kernels are built for one B layout
+    key = (form, id(table), flags)
     if key not in KERNELS:
         make = {"ptr": gemm_ptr_kernel, "ptr_nk": gemm_ptr_nk_kernel, "tma": gemm_tma_kernel,
-                "tma_p": gemm_tma_persistent_kernel}[name]
+                "tma_p": gemm_tma_persistent_kernel}[form]
         KERNELS[key] = make(table, *flags)
     return KERNELS[key]
 
@@ -164,22 +167,22 @@ def run_form(form: str, a, b, linear: bool, prec: str):
     M, K = a.shape
     N = b.shape[0] if linear else b.shape[1]
     c = torch.empty(M, N, device=a.device, dtype=a.dtype)
-    table = FP32_CONFIGS if a.dtype == torch.float32 else HALF_CONFIGS
+    kernel = kernel_for(form, a.dtype, linear)
     grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)  # noqa: E731
     if form == "ptr":
         s_bk, s_bn = (b.stride(1), b.stride(0)) if linear else (b.stride(0), b.stride(1))
-        kernel_for("ptr", table)[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), s_bk, s_bn, PREC=prec)
+        kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), s_bk, s_bn, PREC=prec)
     elif form == "ptr_nk":
-        kernel_for("ptr_nk", table)[grid](a, b, c, M, N, K, PREC=prec)
+        kernel[grid](a, b, c, M, N, K, PREC=prec)
     else:
         a_desc = TensorDescriptor.from_tensor(a, [1, 1])  # the autotune hook sets the block shapes
         b_desc = TensorDescriptor.from_tensor(b, [1, 1])
         if form == "tma":
-            kernel_for("tma", table, linear)[grid](a_desc, b_desc, c, M, N, K, B_NK=linear)
+            kernel[grid](a_desc, b_desc, c, M, N, K, B_NK=linear)
         else:
             sms = torch.cuda.get_device_properties(a.device).multi_processor_count
             persistent = lambda meta: (min(sms, grid(meta)[0]),)  # noqa: E731
-            kernel_for("tma_p", table, linear)[persistent](a_desc, b_desc, c, M, N, K, B_NK=linear,
+            kernel[persistent](a_desc, b_desc, c, M, N, K, B_NK=linear,
                                                            NUM_SMS=sms)
     return c
 
@@ -218,9 +221,7 @@ def probe(name, M, K, N, dtype, linear, forms, precs) -> list[dict]:
                                                     return_mode="median")
                 row["tflops"] = flop / row["ms"] / 1e9
                 row["vs_cublas"] = cublas_ms / row["ms"]
-                tuned = KERNELS.get((form, id(FP32_CONFIGS if dtype == torch.float32 else HALF_CONFIGS),
-                                     () if not form.startswith("tma") else (linear,)))
-                row["best"] = str(getattr(tuned, "best_config", ""))
+                row["best"] = str(getattr(kernel_for(form, dtype, linear), "best_config", ""))
             except Exception as err:  # a form that does not compile here is a finding, not a crash
                 row["error"] = f"{type(err).__name__}: {str(err)[:300]}"
             rows.append(row)
