@@ -1,4 +1,4 @@
-"""The template's matmul emitter: TMA tile loads in persistent 16-bit GEMMs, and the memory order
+"""The template's matmul emitter: TMA tile loads in 16-bit 2-D GEMMs, and the memory order
 fp32 dots want for B. CPU interpreter (tests/conftest.py), whose TMA descriptors behave like the
 GPU's: zero-filled past the edges, 16-byte aligned rows only."""
 
@@ -31,12 +31,13 @@ def build(name: str, steps: list[str]):
 
 
 @pytest.mark.parametrize("name, sizes, steps", [
+    ("matmul_fp16", MATMUL_SIZES, []),
+    ("linear_bias_bf16", LINEAR_SIZES, ["autotune"]),
     ("matmul_fp16", MATMUL_SIZES, ["persistent"]),
     ("matmul_fp16", MATMUL_SIZES, ["group_m 8", "autotune", "persistent"]),
     ("linear_bias_bf16", LINEAR_SIZES, ["autotune", "persistent"]),
 ])
-def test_persistent_16bit_gemm_loads_tiles_with_tma_where_rows_are_aligned(name, sizes, steps, tmp_path,
-                                                                           monkeypatch):
+def test_16bit_gemm_loads_tiles_with_tma_where_rows_are_aligned(name, sizes, steps, tmp_path, monkeypatch):
     task, program = build(name, steps)
     assert "a_desc.load(" in program.source and "TensorDescriptor.from_tensor(" in program.source
     module = import_program(program.source, tmp_path, name)
@@ -61,8 +62,9 @@ def test_tma_ready_wants_16_byte_rows_and_offsets():
     assert not ready(x[:, 1:65], torch.zeros(64, 40, dtype=torch.float16))  # offset by 2 bytes
 
 
-def test_non_persistent_and_fp32_gemms_keep_pointer_loads():
-    for name, steps in [("matmul_fp16", ["autotune"]), ("matmul_fp32", ["persistent"])]:
+def test_fp32_batched_and_split_k_gemms_keep_pointer_loads():
+    for name, steps in [("matmul_fp32", ["persistent"]), ("bmm_softmax_fp16", []),
+                        ("matmul_large_k_fp16", ["split_k 4"])]:
         _, program = build(name, steps)
         assert "TensorDescriptor" not in program.source, name
 
