@@ -137,7 +137,7 @@ def step_outs(step: Kernel | PyStep) -> list[str]:
     return [o.value for o in step.outputs] if isinstance(step, Kernel) else list(step.outs)
 
 
-SPACE_VALUES = ("input", "a", "b", "q", "k", "v")
+SPACE_VALUES = ("input", "a", "b", "q", "k", "v", "bias")
 
 
 def step_uses(step: Kernel | PyStep) -> list[str]:

@@ -424,52 +424,76 @@ def _attention(graph: Graph, ir: ProgramIR, node: GNode) -> Kernel:
                   outputs=[output], config=dict(config))
 
 
-def attention_kernel(name: str, q: str, kt: str, v: str, out: str, scale: float | str | None,
-                     traced: list[int], causal: bool = False, half: bool = False) -> Kernel:
-    """The flash-attention kernel that replaces a matmul -> softmax -> matmul pattern."""
+def attention_kernel(name: str, q: str, kt: str, v: str | None, out: str, scale: float | str | None,
+                     traced: list[int], causal: bool = False, half: bool = False,
+                     bias: str | None = None) -> Kernel:
+    """The flash kernel that replaces a matmul -> softmax -> matmul pattern (attention), or, with no
+    `v`, a matmul -> softmax pattern whose probabilities are the output (the scores are computed
+    twice: once for the row max and sum, once to write the normalized row)."""
     space = {"q": q, "k": kt, "v": v, "k_transposed": True, "causal": causal, "scale": scale,
-             "traced": traced}
+             "bias": bias, "traced": traced}
     return Kernel(name=name, kind="attention", space=space, operands=[], body=[Op("attn", "acc")],
                   outputs=[Output(out, "attn", list(range(len(traced))), f"like:{q}")],
                   config=dict(ATTENTION_CONFIG_16 if half else ATTENTION_CONFIG))
 
 
 def _attention_patterns(graph: Graph) -> list[dict[str, Any]]:
-    """matmul(q, kt) [* or / a constant] -> softmax(-1) -> matmul(p, v), intermediates unshared."""
+    """Score chains that end in a softmax over the last dim, intermediates unshared:
+    `attention`: matmul(q, kt) [* or / a constant] [causal mask] -> softmax(-1) -> matmul(p, v);
+    `softmax`: matmul(q, kt) [* a constant] [+ a bias tensor] -> softmax(-1), the probabilities
+    being the output (bmm_softmax: the scores never reach global memory)."""
     patterns = []
-    for mm2 in graph.nodes:
-        if mm2.kind != "matmul" or mm2.attrs["form"] != "bmm" or mm2.args[2] is not None:
-            continue
-        chain = []
-        p = graph.node(mm2.args[0].name)
+    for p in graph.nodes:
         if not (p.kind == "red" and p.op == "softmax" and p.attrs["red"][0] == len(p.shape) - 1):
             continue
-        chain.append(p.name)
-        s = graph.node(p.args[0].name)
-        causal = False
-        if s.kind == "pw" and s.op == "where" and isinstance(s.args[0], Ref) and \
-                graph.node(s.args[0].name).attrs.get("causal_mask") and s.args[1] == float("-inf"):
-            causal = True
-            chain.append(s.name)
-            s = graph.node(s.args[2].name)
-        scale: float | str = 1.0
-        if s.kind == "pw" and s.op in ("mul", "div") and isinstance(s.args[0], Ref):
-            factor = s.args[1]
-            if isinstance(factor, int | float) and not isinstance(factor, bool):
-                scale = float(factor) if s.op == "mul" else 1.0 / float(factor)
-            elif isinstance(factor, Ref) and not graph.node(factor.name).is_tensor and s.op == "mul":
-                scale = factor.name
-            else:
-                continue
-            chain.append(s.name)
-            s = graph.node(s.args[0].name)
-        if s.kind != "matmul" or s.attrs["form"] != "bmm" or s.args[2] is not None:
+        scores = _score_chain(graph, graph.node(p.args[0].name))
+        if scores is None:
             continue
-        chain.append(s.name)
-        if any(len(graph.users(name)) != 1 for name in chain):
-            continue
-        q, kt, v = s.args[0].name, s.args[1].name, mm2.args[1].name
-        patterns.append({"kind": "attention", "q": q, "kt": kt, "v": v, "scale": scale,
-                         "causal": causal, "out": mm2.name, "inner": chain[::-1],
-                         "traced": list(mm2.shape)})
+        users = graph.users(p.name)
+        mm2 = users[0] if len(users) == 1 else None
+        if mm2 is not None and mm2.kind == "matmul" and mm2.attrs["form"] == "bmm" and \
+                mm2.args[2] is None and mm2.args[0].name == p.name and scores["bias"] is None:
+            patterns.append({**scores, "kind": "attention", "v": mm2.args[1].name, "out": mm2.name,
+                             "inner": scores["inner"] + [p.name], "traced": list(mm2.shape)})
+        elif not scores["causal"] and graph.node(scores["q"]).dtype == p.dtype:
+            patterns.append({**scores, "kind": "softmax", "v": None, "out": p.name,
+                             "traced": list(p.shape)})
     return patterns
+
+
+def _score_chain(graph: Graph, s: GNode) -> dict[str, Any] | None:
+    """Walk a softmax's input back to the matmul that made the scores: [causal where] [+ bias]
+    [* or / scale] bmm(q, kt). None if it is not such a chain or an intermediate has other users."""
+    chain = []
+    causal = False
+    if s.kind == "pw" and s.op == "where" and isinstance(s.args[0], Ref) and \
+            graph.node(s.args[0].name).attrs.get("causal_mask") and s.args[1] == float("-inf"):
+        causal = True
+        chain.append(s.name)
+        s = graph.node(s.args[2].name)
+    bias = None
+    if s.kind == "pw" and s.op == "add" and len(s.args) == 2 and all(isinstance(a, Ref) for a in s.args):
+        scores, other = graph.node(s.args[0].name), graph.node(s.args[1].name)
+        if not (other.is_tensor and scores.shape == s.shape and len(other.shape) <= len(s.shape)):
+            return None
+        bias = other.name
+        chain.append(s.name)
+        s = scores
+    scale: float | str = 1.0
+    if s.kind == "pw" and s.op in ("mul", "div") and isinstance(s.args[0], Ref):
+        factor = s.args[1]
+        if isinstance(factor, int | float) and not isinstance(factor, bool):
+            scale = float(factor) if s.op == "mul" else 1.0 / float(factor)
+        elif isinstance(factor, Ref) and not graph.node(factor.name).is_tensor and s.op == "mul":
+            scale = factor.name
+        else:
+            return None
+        chain.append(s.name)
+        s = graph.node(s.args[0].name)
+    if s.kind != "matmul" or s.attrs["form"] != "bmm" or s.args[2] is not None:
+        return None
+    chain.append(s.name)
+    if any(len(graph.users(name)) != 1 for name in chain):
+        return None
+    return {"q": s.args[0].name, "kt": s.args[1].name, "scale": scale, "causal": causal, "bias": bias,
+            "inner": chain[::-1]}

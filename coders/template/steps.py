@@ -5,7 +5,8 @@ precision) apply to the *dominant* kernel: the one with the largest estimated ti
 and bytes moved against an H100-class roofline), and to its twins (kernels of the same kind, shape,
 dtype and configuration, such as the gate and up projections of a SwiGLU). `fuse epilogue` /
 `fuse prologue` merge the first fusable producer/consumer pair in program order; `fuse attention` swaps a
-matmul -> softmax -> matmul chain for a flash-attention kernel. Every legal step changes the
+matmul -> softmax -> matmul chain for a flash-attention kernel, `fuse softmax` a matmul -> softmax
+chain for a flash kernel that writes the probabilities. Every legal step changes the
 program; menus are small and discrete so a planner can score all of them.
 """
 
@@ -68,7 +69,7 @@ def matmul_mnk(ir: ProgramIR, kernel: Kernel) -> tuple[int, int, int, int]:
 
 def cost(ir: ProgramIR, kernel: Kernel) -> float:
     reads = {o.value for o in kernel.operands if not o.scalar}
-    reads |= {kernel.space[k] for k in ("input", "a", "b", "q", "k", "v") if k in kernel.space}
+    reads |= {kernel.space[k] for k in ("input", "a", "b", "q", "k", "v", "bias") if kernel.space.get(k)}
     moved = sum(_bytes(ir, v) for v in reads) + sum(_bytes(ir, o.value) for o in kernel.outputs)
     flops = 0
     dtype = "float32"
@@ -76,6 +77,10 @@ def cost(ir: ProgramIR, kernel: Kernel) -> float:
         batch, m, n, k = matmul_mnk(ir, kernel)
         flops = 2 * batch * m * n * k
         dtype = ir.values[kernel.space["a"]]["dtype"]
+    elif kernel.kind == "attention" and kernel.space["v"] is None:
+        q, sk = ir.shape(kernel.space["q"]), kernel.space["traced"][-1]
+        flops = 2 * 2 * _numel(q) * sk  # the scores are computed twice
+        dtype = ir.values[kernel.space["q"]]["dtype"]
     elif kernel.kind == "attention":
         q, v = ir.shape(kernel.space["q"]), ir.shape(kernel.space["v"])
         flops = 2 * _numel(q) * v[-2] + 2 * _numel(q[:-1]) * v[-2] * v[-1]
@@ -118,7 +123,7 @@ def _is_column(kernel: Kernel) -> bool:
 
 def _fp32_operands(ir: ProgramIR, kernel: Kernel) -> bool:
     keys = ("a", "b") if kernel.kind == "matmul" else ("q", "k", "v")
-    return all(ir.values[kernel.space[k]]["dtype"] == "float32" for k in keys)
+    return all(ir.values[kernel.space[k]]["dtype"] == "float32" for k in keys if kernel.space[k] is not None)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -130,10 +135,11 @@ def legal(ir: ProgramIR, task: Task) -> list[Strategy]:
     for kind in ("epilogue", "prologue"):
         if fuse.fusions(ir, kind)[:1]:
             out.append(Strategy.make("fuse", kind))
-    if fuse.fuse_attention(ir) is not None:
-        out.append(Strategy.make("fuse", "attention"))
+    for kind in ("attention", "softmax"):
+        if fuse.fuse_attention(ir, kind) is not None:
+            out.append(Strategy.make("fuse", kind))
     kernel = dominant(ir)
-    out += [s for s in _knobs(ir, task, kernel) if _useful(ir, task, s)]
+    out += [s for s in _knobs(ir, task, kernel) + _precisions(ir, task) if _useful(ir, task, s)]
     return out
 
 
@@ -186,7 +192,6 @@ def _knobs(ir: ProgramIR, task: Task, kernel: Kernel) -> list[Strategy]:
             menu.append(make("persistent"))
         if not tuned and not split:
             menu.append(make("autotune"))
-        menu += _precisions(ir, task, kernel)
     elif kernel.kind == "attention":
         if not tuned:
             bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
@@ -195,7 +200,6 @@ def _knobs(ir: ProgramIR, task: Task, kernel: Kernel) -> list[Strategy]:
                     menu.append(make("tile", BLOCK_M=m, BLOCK_N=n))
             menu += [make("num_warps", w) for w in (4, 8)]
             menu += [make("num_stages", s) for s in (1, 2, 3, 4)]
-        menu += _precisions(ir, task, kernel)
     if kernel.kind != "matmul" and not tuned:
         menu.append(make("autotune"))
     return menu
@@ -213,9 +217,17 @@ def _reduce_splits(ir: ProgramIR, kernel: Kernel) -> list[Strategy]:
     return [Strategy.make("split_k", s) for s in (1, 4, 16, 64)]
 
 
-def _precisions(ir: ProgramIR, task: Task, kernel: Kernel) -> list[Strategy]:
-    """tf32x3 (3 tensor-core passes, about fp32 accuracy) always; tf32 only where the task allows."""
-    if not _fp32_operands(ir, kernel):
+def _dot_kernels(ir: ProgramIR) -> list[Kernel]:
+    """The kernels whose dots read fp32 operands: what a `precision` step changes."""
+    return [k for k in ir.kernels() if k.kind in ("matmul", "attention") and _fp32_operands(ir, k)]
+
+
+def _precisions(ir: ProgramIR, task: Task) -> list[Strategy]:
+    """tf32x3 (3 tensor-core passes, about fp32 accuracy) always; tf32 only where the task allows.
+    A precision is the program's, not one kernel's: it applies to every fp32 dot (baddbmm_softmax's
+    dominant kernel is its softmax, so a precision for the dominant kernel alone never reached its
+    bmm)."""
+    if not _dot_kernels(ir):
         return []
     options = ["ieee", "tf32x3"] + (["tf32"] if "tf32" in task.precisions else [])
     return [Strategy.make("precision", p) for p in options]
@@ -246,7 +258,8 @@ def smem_bytes(ir: ProgramIR, kernel: Kernel) -> int:
         bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
         return stages * (bm * bk + bk * bn) * itemsize
     itemsize = _ITEMSIZE.get(ir.values[kernel.space["q"]]["dtype"], 4)
-    d_qk, d_v = ir.shape(kernel.space["q"])[-1], ir.shape(kernel.space["v"])[-1]
+    d_qk = ir.shape(kernel.space["q"])[-1]
+    d_v = ir.shape(kernel.space["v"])[-1] if kernel.space["v"] is not None else 0
     return (stages * cfg["BLOCK_N"] * (d_qk + d_v) + cfg["BLOCK_M"] * d_qk) * itemsize
 
 
@@ -261,6 +274,12 @@ def apply(ir: ProgramIR, task: Task, strategy: Strategy) -> ProgramIR:
     if kind in ("port", "stop", "fix", "library"):
         raise CoderError(f"`{strategy}` is not an IR step of the template coder")
     new = copy.deepcopy(ir)
+    if kind == "precision":
+        dots = _dot_kernels(new)
+        _require(bool(dots), "precision applies to matmul/attention kernels with fp32 operands")
+        for kernel in dots:
+            _configure(new, task, kernel, strategy)
+        return new
     kernel = dominant(new)
     twins = [k for k in new.kernels() if k is not kernel and k.kind == kernel.kind and
              k.config == kernel.config and _shape_key(k) == _shape_key(kernel)]
@@ -356,13 +375,14 @@ def _require(condition: bool, why: str) -> None:
 
 
 def _fuse(ir: ProgramIR, what: str) -> ProgramIR:
-    if what == "attention":
-        fused = fuse.fuse_attention(ir)
+    if what in ("attention", "softmax"):
+        fused = fuse.fuse_attention(ir, what)
         if fused is None:
-            raise CoderError("no matmul -> softmax -> matmul chain to fuse")
+            chain = "matmul -> softmax -> matmul" if what == "attention" else "matmul -> softmax"
+            raise CoderError(f"no {chain} chain to fuse")
         return fused
     if what not in ("epilogue", "prologue"):
-        raise CoderError(f"`fuse {what}`: the template coder fuses epilogue, prologue or attention")
+        raise CoderError(f"`fuse {what}`: the template coder fuses epilogue, prologue, attention or softmax")
     options = fuse.fusions(ir, what)
     if not options:
         raise CoderError(f"no {what} to fuse")

@@ -183,6 +183,47 @@ def test_attention_pattern_becomes_one_flash_kernel(ports, tmp_path):
     check(task, program, tmp_path)
 
 
+@pytest.mark.parametrize("name, before", [("scores_softmax", []), ("scores_softmax", ["fuse epilogue"]),
+                                          ("bmm_softmax_fp16", []), ("bmm_softmax_fp16", ["fuse prologue"])])
+def test_score_softmax_pattern_becomes_one_kernel_that_writes_the_probabilities(name, before, tmp_path):
+    """matmul -> scale -> (+ bias) -> softmax: one kernel, the scores never stored (D=24, T=29:
+    the masked key and head-dim paths); with tiny tiles several key blocks run in both passes."""
+    task = local_task(name) if (TASKS / f"{name}.py").exists() else load_task(name)
+    program = coder.apply(task, None, PORT)
+    for text in before:
+        program = coder.apply(task, program, Strategy.parse(text))
+    assert Strategy.parse("fuse attention") not in coder.legal_strategies(task, program)
+    program = coder.apply(task, program, Strategy.parse("fuse softmax"))
+    ir = ProgramIR.from_dict(program.metadata["template_ir"])
+    assert [k.kind for k in ir.kernels()] == ["attention"]
+    check(task, program, tmp_path)
+    ir.kernels()[0].config.update(BLOCK_M=16, BLOCK_N=16)
+    check(task, Program(generate(task, ir)), tmp_path, tag="tiny")
+
+
+def test_fp32_scores_are_not_fused_with_their_softmax():
+    """Computing fp32 scores twice lost on the H200, with FMA and with tf32x3 dots (fuse.py)."""
+    task = load_task("baddbmm_softmax")
+    program = coder.apply(task, None, PORT)
+    for text in ["fuse epilogue", "precision tf32x3"]:
+        assert Strategy.parse("fuse softmax") not in coder.legal_strategies(task, program)
+        program = coder.apply(task, program, Strategy.parse(text))
+    assert Strategy.parse("fuse softmax") not in coder.legal_strategies(task, program)
+
+
+def test_precision_applies_to_every_fp32_dot_not_only_the_dominant_kernel():
+    task = load_task("baddbmm_softmax")  # the softmax kernel dominates; the bmm is the only dot
+    program = coder.apply(task, None, PORT)
+    program = coder.apply(task, program, Strategy.parse("precision tf32x3"))
+    ir = ProgramIR.from_dict(program.metadata["template_ir"])
+    assert [k.config.get("precision") for k in ir.kernels() if k.kind == "matmul"] == ["tf32x3"]
+
+
+def test_softmax_feeding_a_value_matmul_is_fused_as_attention_only(ports):
+    legal = coder.legal_strategies(local_task("attention_manual"), ports["attention_manual"])
+    assert Strategy.parse("fuse attention") in legal and Strategy.parse("fuse softmax") not in legal
+
+
 def test_every_strategy_kind_is_offered_somewhere(ports):
     kinds = {"port"}
     for name in SUPPORTED:
