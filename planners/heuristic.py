@@ -1,19 +1,20 @@
 """The heuristic planner: an expert's rule list, no learning.
 
-Order: port (or keep the vendor library call where port is not offered), then fuse, then tune by
-the task's regime, read from the summary:
+Order: port (or keep the vendor library call where port is not offered), then fuse (a whole
+attention or matmul -> softmax chain first, where the coder offers one), then tune by the task's
+regime, read from the summary:
 
 - matmul-heavy (most FLOPs in matmuls/convs and FLOP/byte above `compute_bound_intensity`):
   fp32 dots first move to `precision tf32x3` (three TF32 tensor-core products: on the H200 its
   error against an fp64 product was 2.4e-7 against cuBLAS fp32's 1.1e-6, at 1.07-1.56x cuBLAS's
   speed), split-K when the output has fewer 128x128 tiles than SMs or the reduction is far
-  longer than the output is wide, then autotune, then persistent (for 16-bit GEMMs the template's
-  persistent kernel loads tiles with TMA: autotuned, 0.99-1.00x cuBLAS on three of four H200
-  shapes against 0.81-0.90x for pointer loads), GROUP_M=8 L2 swizzle, and only then fixed tiles
-  and single knobs. Autotune comes right after the fusions because its menu holds the known-good
-  configurations: on the H100 and H200 suite runs, a fixed tile was slower than the port more
-  often than not, and linear_gelu_bf16 and linear_swish_fp16 stopped on two knobs that did not
-  help (`patience`) before reaching autotune.
+  longer than the output is wide, then autotune, then persistent (the template's 16-bit GEMMs
+  load tiles with TMA; persistent and autotuned they ran 0.99-1.00x cuBLAS on three of four H200
+  shapes), GROUP_M=8 L2 swizzle, and only then fixed tiles and single knobs. Autotune comes
+  right after the fusions because its menu holds the known-good configurations: on the H100 and
+  H200 suite runs, a fixed tile was slower than the port more often than not, and
+  linear_gelu_bf16 and linear_swish_fp16 stopped on two knobs that did not help (`patience`)
+  before reaching autotune.
 - memory-bound: a split of the reduced extent into 16 parallel chunks where the coder offers one
   (it does only for a reduction that launches fewer than two programs per SM: on the H200 suite run
   mean_dim0's port ran 256 programs, 16384 columns of 64, each down 65536 rows, at 50% of the floor
@@ -41,6 +42,9 @@ from mtmc.tasks import TaskSummary
 
 Wish = tuple[str, dict[str, Any]]  # (kind, wanted params; empty = any of that kind)
 CUMULATIVE = {"fuse"}  # kinds whose legal variants add up (fuse epilogue, then fuse softmax, ...)
+# A whole matmul -> softmax [-> matmul] chain in one step, before the pairwise fusions: on the H200
+# suite run attention_causal_fp16 spent two of its four steps getting there (fuse epilogue first).
+WHOLE_CHAIN_FUSIONS: list[Wish] = [("fuse", {"value": "attention"}), ("fuse", {"value": "softmax"})]
 
 
 class HeuristicPlanner:
@@ -80,7 +84,7 @@ class HeuristicPlanner:
             half = _is_16bit(summary)
             tile = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64} if half else \
                 {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32}
-            wishes: list[Wish] = [("fuse", {})]
+            wishes: list[Wish] = [*WHOLE_CHAIN_FUSIONS, ("fuse", {})]
             if not half:
                 wishes.append(("precision", {"value": "tf32x3"}))
             if self.wants_split_k(summary):
@@ -89,8 +93,8 @@ class HeuristicPlanner:
                              ("tile", tile), ("num_stages", {"value": 4 if half else 3}),
                              ("num_warps", {"value": 8})]
         warps = 8 if _largest_numel(summary) >= self.large_output else 4
-        return [("fuse", {}), ("split_k", {"value": self.reduce_split}), ("vectorize", {}),
-                ("tile", {"BLOCK": self.block}),
+        return [*WHOLE_CHAIN_FUSIONS, ("fuse", {}), ("split_k", {"value": self.reduce_split}),
+                ("vectorize", {}), ("tile", {"BLOCK": self.block}),
                 ("num_warps", {"value": warps}), ("autotune", {})]
 
     def wants_split_k(self, summary: TaskSummary) -> bool:

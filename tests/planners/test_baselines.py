@@ -130,6 +130,13 @@ def test_heuristic_repeats_an_accepted_fusion_while_the_coder_offers_it():
     assert HeuristicPlanner().propose(no_pair_left) == Strategy.parse("vectorize")
 
 
+@pytest.mark.parametrize("matmul", [True, False])
+@pytest.mark.parametrize("chain", ["fuse attention", "fuse softmax"])
+def test_heuristic_fuses_a_whole_score_chain_before_pairs(chain, matmul):
+    legal = ["fuse epilogue", "fuse prologue", chain, "autotune", "stop"]
+    assert play(HeuristicPlanner(), legal, matmul=matmul)[:3] == [chain, "fuse epilogue", "fuse prologue"]
+
+
 def test_heuristic_retries_a_failed_fusion_once_another_fusion_changed_the_kernels():
     legal = ["fuse epilogue", "vectorize", "tile BLOCK=4096", "stop"]
     rejected_first = [record(0, "port", speedup=2.2), record(1, "fuse epilogue", accepted=False)]
