@@ -201,7 +201,7 @@ def _emit_probs_kernel(w: Writer, kernel: Kernel, name: str) -> None:
 
 
 def _emit_probs_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> None:
-    sp, cfg = kernel.space, kernel.config
+    sp = kernel.space
     q, k, bias = sp["q"], sp["k"], sp.get("bias")
     out = kernel.outputs[0]
     launcher.begin(w)
@@ -224,6 +224,13 @@ def _emit_probs_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launche
         args += ["b3.stride(0)", "b3.stride(1)", "b3.stride(2)"]
     w("# tl.dot needs every block dim >= 16")
     consts = ["BLOCK_D=max(16, triton.next_power_of_2(D))"]
+    _launch(w, kernel, name, args, consts, launcher)
+
+
+def _launch(w: Writer, kernel: Kernel, name: str, args: list[str], consts: list[str],
+            launcher: Launcher) -> None:
+    """One program per BLOCK_M query rows of each batch entry; return the output."""
+    cfg = kernel.config
     if cfg.get("autotune"):
         w("grid = lambda meta: (triton.cdiv(Sq, meta['BLOCK_M']), q3.shape[0])")
         kw = consts
@@ -242,7 +249,7 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
     if _probs_only(kernel):
         _emit_probs_launcher(w, kernel, name, launcher)
         return
-    sp, cfg = kernel.space, kernel.config
+    sp = kernel.space
     q, k, v = sp["q"], sp["k"], sp["v"]
     out = kernel.outputs[0]
     launcher.begin(w)
@@ -271,18 +278,7 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
             "v3.stride(0)", "v3.stride(1)", "v3.stride(2)"]
     w("# tl.dot needs every block dim >= 16")
     consts = ["BLOCK_D=max(16, triton.next_power_of_2(D))", "BLOCK_DV=max(16, triton.next_power_of_2(Dv))"]
-    if cfg.get("autotune"):
-        w("grid = lambda meta: (triton.cdiv(Sq, meta['BLOCK_M']), q3.shape[0])")
-        kw = consts
-    else:
-        w(f"grid = (triton.cdiv(Sq, {cfg['BLOCK_M']}), q3.shape[0])")
-        kw = [f"BLOCK_M={cfg['BLOCK_M']}", f"BLOCK_N={cfg['BLOCK_N']}", *consts,
-              f"num_warps={cfg['num_warps']}", f"num_stages={cfg['num_stages']}"]
-    for line in wrap_call(f"{name}[grid]", args + kw, "", w.depth):
-        w(line)
-    launcher.finish(w)
-    w.dedent()
-    w()
+    _launch(w, kernel, name, args, consts, launcher)
 
 
 def tuning_space(kernel: Kernel) -> list[dict]:
