@@ -4,6 +4,7 @@ Every strategy has one canonical text form that parses back to itself:
 
     port                                  first step: a straightforward Triton port of the reference
     fuse epilogue                         fuse the ops after a matmul/conv/reduction into its kernel
+                                          (also: prologue, attention, softmax: see the coder)
     tile BLOCK_M=128 BLOCK_N=64 BLOCK_K=32
     num_warps 8          num_stages 3          group_m 8          split_k 4
     persistent           vectorize             autotune
