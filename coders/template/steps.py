@@ -19,7 +19,7 @@ from typing import Any
 from coders.template import fuse
 from coders.template.emit import reduce as reduce_emit
 from coders.template.emit.reduce import Layout
-from coders.template.ir import Kernel, ProgramIR
+from coders.template.ir import SPACE_VALUES, Kernel, ProgramIR
 from mtmc.protocols import CoderError
 from mtmc.strategies import Strategy
 from mtmc.tasks import Task
@@ -69,7 +69,7 @@ def matmul_mnk(ir: ProgramIR, kernel: Kernel) -> tuple[int, int, int, int]:
 
 def cost(ir: ProgramIR, kernel: Kernel) -> float:
     reads = {o.value for o in kernel.operands if not o.scalar}
-    reads |= {kernel.space[k] for k in ("input", "a", "b", "q", "k", "v", "bias") if kernel.space.get(k)}
+    reads |= {kernel.space[k] for k in SPACE_VALUES if isinstance(kernel.space.get(k), str)}
     moved = sum(_bytes(ir, v) for v in reads) + sum(_bytes(ir, o.value) for o in kernel.outputs)
     flops = 0
     dtype = "float32"
@@ -351,11 +351,9 @@ def _configure(new: ProgramIR, task: Task, kernel: Kernel, strategy: Strategy) -
         if kernel.kind == "reduce" and not _is_column(kernel):
             cfg.setdefault("num_warps", None)
         cfg["autotune"] = True
-    elif kind == "precision":
-        _require(kernel.kind in ("matmul", "attention"), "precision applies to matmul/attention")
+    elif kind == "precision":  # `apply` brings only the fp32 dot kernels here
         _require(value in ("ieee", "tf32x3") or value in task.precisions,
                  f"the task does not allow {value}")
-        _require(_fp32_operands(new, kernel), "precision only changes fp32 dot products")
         cfg["precision"] = str(value)
     else:
         raise CoderError(f"the template coder has no `{kind}` step")

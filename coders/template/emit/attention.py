@@ -212,9 +212,7 @@ def _emit_probs_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launche
     w("# k arrives transposed, (..., D, Sk): read it through its strides")
     w("Sk = k3.shape[2]")
     w(f"{out.value} = {output_alloc(f'{q}.shape[:-1] + (Sk,)', out.dtype, f'{q}.device')}")
-    scale = sp["scale"]
-    scale_text = scale if isinstance(scale, str) else repr(float(scale))
-    w(f"qk_scale = {scale_text} * 1.4426950408889634  # log2(e): the kernel uses exp2")
+    _emit_qk_scale(w, sp["scale"])
     args = ["q3", "k3"] + (["b3"] if bias else []) + [out.value, "Sq", "Sk", "D", "qk_scale",
                                                      "q3.stride(0)", "q3.stride(1)", "q3.stride(2)",
                                                      "k3.stride(0)", "k3.stride(2)", "k3.stride(1)"]
@@ -225,6 +223,15 @@ def _emit_probs_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launche
     w("# tl.dot needs every block dim >= 16")
     consts = ["BLOCK_D=max(16, triton.next_power_of_2(D))"]
     _launch(w, kernel, name, args, consts, launcher)
+
+
+def _emit_qk_scale(w: Writer, scale: float | str | None) -> None:
+    """The scores' factor: a constant, a wrapper variable, or 1/sqrt(D) (SDPA's default)."""
+    if isinstance(scale, str):
+        text = scale
+    else:
+        text = repr(float(scale)) if scale is not None else "1.0 / math.sqrt(D)"
+    w(f"qk_scale = {text} * 1.4426950408889634  # log2(e): the kernel uses exp2")
 
 
 def _launch(w: Writer, kernel: Kernel, name: str, args: list[str], consts: list[str],
@@ -267,12 +274,7 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
         k_strides = ["k3.stride(0)", "k3.stride(1)", "k3.stride(2)"]
     w("Dv = v3.shape[2]")
     w(f"{out.value} = {output_alloc(f'{q}.shape[:-1] + (Dv,)', out.dtype, f'{q}.device')}")
-    scale = sp["scale"]
-    if isinstance(scale, str):
-        scale_text = scale
-    else:
-        scale_text = repr(float(scale)) if scale is not None else "1.0 / math.sqrt(D)"
-    w(f"qk_scale = {scale_text} * 1.4426950408889634  # log2(e): the kernel uses exp2")
+    _emit_qk_scale(w, sp["scale"])
     args = ["q3", "k3", "v3", out.value, "Sq", "Sk", "D", "Dv", "qk_scale",
             "q3.stride(0)", "q3.stride(1)", "q3.stride(2)", *k_strides,
             "v3.stride(0)", "v3.stride(1)", "v3.stride(2)"]
