@@ -313,7 +313,12 @@ def _configure(new: ProgramIR, task: Task, kernel: Kernel, strategy: Strategy) -
         _require(not cfg.get("autotune"), "the kernel is autotuned")
         if kernel.kind == "matmul":
             _require(all(args[k] >= 16 for k in args), "tl.dot needs blocks of at least 16")
+        # the row's block becomes the step's, not the form's (where the two differ)
+        by_form = kernel.kind == "reduce" and not _is_column(kernel) and \
+            reduce_emit.row_blocks(kernel) != (int(args["BLOCK"]),) * 2
         cfg.update({k: int(v) for k, v in args.items()})
+        if by_form:
+            cfg.pop("auto_block", None)
     elif kind == "num_warps":
         _require(value in (1, 2, 4, 8, 16, 32), "num_warps must be a power of two up to 32")
         _require(not cfg.get("autotune"), "the kernel is autotuned")

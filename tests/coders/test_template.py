@@ -121,6 +121,7 @@ def test_fully_fused_program_with_tiny_blocks(name, ports, tmp_path):
     check(task, program, tmp_path, tag="fused")
     ir = ProgramIR.from_dict(program.metadata["template_ir"])
     for kernel in ir.kernels():
+        kernel.config.pop("auto_block", None)  # as a `tile` step does: the row's block is the test's
         if kernel.kind == "pointwise" or "BLOCK" in kernel.config and kernel.kind == "reduce":
             kernel.config["BLOCK"] = 16
         elif kernel.kind == "reduce":
@@ -393,6 +394,7 @@ def with_small_blocks(task: Task, program: Program, block: int, block_m: int) ->
     ir = ProgramIR.from_dict(program.metadata["template_ir"])
     for kernel in ir.kernels():
         if kernel.kind == "reduce":
+            kernel.config.pop("auto_block", None)  # as a `tile` step does
             kernel.config.update({"BLOCK": block} if "BLOCK" in kernel.config else {"BLOCK_M": block_m})
     return Program(generate(task, ir))
 
@@ -425,18 +427,17 @@ def test_builtin_reductions_in_small_blocks_match_reference(name, tmp_path):
 
 
 @pytest.mark.parametrize("name", ["cross_entropy_smooth_bf16", "log_softmax_vocab", "logsumexp_lastdim",
-                                  "softmax_channels_fp16"])
-def test_looped_online_softmax_takes_one_exp_per_element(name):
-    """The running max and sum merge once per chunk: the only other exp rescales the running sum,
-    one value per row (per inner column of a column reduction), not one per element."""
-    source = fully_fused(load_task(name)).source
-    loop = first_loop(source)
+                                  "softmax_channels_fp16", "kl_div_rows"])
+def test_looped_online_softmax_keeps_lanes_apart(name):
+    """Each lane keeps its own running max and sum: one exp per element and online pair, and no
+    reduction across lanes inside the loop (a max and a sum per chunk made the loop
+    instruction-bound); the lanes merge once, after it."""
+    task = load_task(name)
+    loop = first_loop(with_small_blocks(task, fully_fused(task), block=64, block_m=8).source)
+    pairs = [line for line in loop if line.startswith("d_") and " = lane_" in line]
     exps = [part for line in loop for part in line.split("tl.exp(")[1:]]
-    per_element = [e for e in exps if not e.startswith("acc_")]
-    assert len(per_element) == 1 and len(exps) == 2, loop
-    running = {e.split()[0] for e in exps if e.startswith("acc_")}
-    for acc in running:
-        assert re.search(rf"{acc} = tl\.full\((\[\]|\[1, BLOCK_N\]),", source), acc
+    assert pairs and len(exps) == len(pairs), loop
+    assert not [line for line in loop if "tl.max(" in line or "tl.sum(" in line], loop
 
 
 @pytest.mark.parametrize("name", ["groupnorm", "layernorm"])
@@ -527,3 +528,49 @@ def test_looped_variance_with_and_without_correction(tmp_path):
     looped = with_small_blocks(task, program, block=16, block_m=4)
     assert looped.source.count("Chan's merge") == 4
     check(task, looped, tmp_path, tag="looped")
+
+
+def loop_bodies(source: str) -> list[list[str]]:
+    """The body of every chunk loop in the source."""
+    lines, bodies = source.splitlines(), []
+    for head, line in enumerate(lines):
+        if line.strip().startswith("for start in range("):
+            depth = len(line) - len(line.lstrip())
+            body = []
+            for inner in lines[head + 1:]:
+                if inner.strip() and len(inner) - len(inner.lstrip()) <= depth:
+                    break
+                body.append(inner.strip())
+            bodies.append(body)
+    return bodies
+
+
+@pytest.mark.parametrize("name", ["softmax_expectations", "kl_div_rows"])
+def test_softmax_weighted_sums_and_picked_columns_read_each_row_once(name, tmp_path):
+    """KL divergence, soft-target cross-entropy and entropy are sums weighted by a softmax: looped,
+    each is kept next to the softmax's running sum, so no kernel walks its rows twice. A hard
+    target's logit is loaded, not found by comparing every column with the target."""
+    task = local_task(name) if (TASKS / f"{name}.py").exists() else load_task(name)
+    looped = with_small_blocks(task, fully_fused(task), block=16, block_m=4)
+    assert "pass 2 of" not in looped.source and "last pass" not in looped.source
+    assert looped.source.count("softmax-weighted sum") == (3 if name == "softmax_expectations" else 1)
+    assert not [line for body in loop_bodies(looped.source) for line in body if "== target" in line]
+    assert ("one column is picked" in looped.source) == (name == "softmax_expectations")
+    check(task, looped, tmp_path)
+
+
+def test_row_blocks_follow_the_kernel_form_until_a_tile_step():
+    """A full-size output keeps a row of up to 32768 values in registers (read once, not twice); an
+    online softmax walks a longer row in chunks of 1024 (its per-lane state stays small); a plain sum
+    keeps chunks of 8192; a `tile` step sets both to its BLOCK. A column softmax holds up to 128
+    reduced rows."""
+    port = coder.apply(load_task("log_softmax_vocab"), None, PORT)
+    assert "BLOCK = triton.next_power_of_2(n_cols) if n_cols <= 32768 else 1024" in port.source
+    tiled = coder.apply(load_task("log_softmax_vocab"), port, Strategy.parse("tile BLOCK=2048"))
+    assert "BLOCK = min(triton.next_power_of_2(n_cols), 2048)" in tiled.source
+    ce = coder.apply(load_task("cross_entropy_smooth_bf16"), None, PORT)
+    assert "BLOCK = triton.next_power_of_2(n_cols) if n_cols <= 8192 else 1024" in ce.source
+    sums = coder.apply(load_task("sum_lastdim"), None, PORT)
+    assert "BLOCK = min(triton.next_power_of_2(n_cols), 8192)" in sums.source
+    channels = coder.apply(load_task("softmax_channels_fp16"), None, PORT)
+    assert "BLOCK_M = min(triton.next_power_of_2(n_red), 128)" in channels.source
