@@ -419,8 +419,9 @@ def _paired_update(w: Writer, lay: Layout, op: Op, pair: tuple[str, str, str], a
 def _online_lanes(w: Writer, lay: Layout, m: str, s: str, value: str, accs: dict[str, str],
                   extras: dict[str, str], explain: bool) -> None:
     """Running max m and sum s of exp(value - m), kept per lane: one exp per element and no
-    cross-lane reduction until the row ends (a max and a sum over every chunk made the loop
-    instruction-bound: cross_entropy_smooth_bf16, H200, 1.03 ms per chunk vs 0.67 per lane).
+    cross-lane reduction until the row ends. The loop is instruction-bound on 16-bit rows
+    (cross_entropy_smooth_bf16, hand probes on an H200: 1.17 ms with a max and a sum per chunk of
+    2048, 1.03 per lane, 0.67 per lane with the target logit loaded rather than compared for).
     `extras` are softmax-weighted sums (accumulator -> the value it sums), rescaled with s."""
     acc_m, acc_s = accs[m], accs[s]
     m, s = var(m), var(s)
@@ -507,7 +508,7 @@ def reduced_shape(x: str, d0: int, d1: int, rank: int, keepdim: bool) -> str:
 ONE_PASS_FULL = 32768
 # per-lane online softmax keeps two or more accumulators per element of a chunk: small chunks keep
 # them in registers (cross_entropy_smooth_bf16, H200: 0.67 ms in chunks of 1024 at 4 warps, 0.88 ms
-# in 2048, 1.00 ms in 4096 at 8 warps; kl_div_rows 0.27 / 0.34 / 0.59 ms)
+# in 2048, 1.00 ms in 4096 at 8 warps; kl_div_rows 0.28 / 0.34 ms in 1024 / 2048 at 4 warps)
 ONLINE_CHUNK = 1024
 
 
