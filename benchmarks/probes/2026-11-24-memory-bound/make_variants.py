@@ -1,0 +1,98 @@
+"""Write the kernel variants of the memory-bound probe (BENCHMARKS.md, 2026-11-24 fourth session).
+
+    python benchmarks/probes/2026-11-24-memory-bound/make_variants.py OUT_DIR [1|2]
+
+Probe 1: template-coder programs (port / fused, then a tile, warps or persistent step) of the code
+at commit 271c4bf, the same with L2 eviction hints, and hand-written forms from templates/ (per-lane
+online softmax, cooperative split rows, the algebraic one-pass KL, one-pass column softmax).
+Probe 2: leaner hand forms (finite running-max start, the target logit loaded, unmasked main loop).
+Each file defines ModelNew; run.py times them.
+"""
+
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).parent
+OUT = Path(sys.argv[1])
+PROBE = sys.argv[2] if len(sys.argv) > 2 else "1"
+
+
+def put(task: str, name: str, text: str) -> None:
+    (OUT / task).mkdir(parents=True, exist_ok=True)
+    (OUT / task / f"{name}.py").write_text(text)
+
+
+def from_template(task: str, name: str, template: str, **subs) -> None:
+    text = (HERE / "templates" / template.replace(".py", ".tmpl")).read_text()
+    for key, value in subs.items():
+        assert key in text, (key, template)
+        text = text.replace(key, str(value))
+    put(task, name, text)
+
+
+def evict(src: str) -> str:
+    """First-pass loads keep their lines in L2 (evict_last), later passes let them go (evict_first)."""
+    head, sep, tail = src.partition("# pass 1 of")
+    marker = "# pass 2 of" if "# pass 2 of" in tail else "# last pass"
+    mid, sep2, last = tail.partition(marker)
+    mid = mid.replace("other=0).to(", 'other=0, eviction_policy="evict_last").to(')
+    end = last.index("\ndef ")
+    last = last[:end].replace("other=0).to(", 'other=0, eviction_policy="evict_first").to(') + last[end:]
+    return head + sep + mid + sep2 + last
+
+
+def probe_1() -> None:
+    from coders.template import TemplateCoder
+    from coders.template.gpu_bench import build
+    from mtmc.tasks import load_task
+    coder = TemplateCoder()
+    spec = {
+        "log_softmax_vocab": ["port", "fused+tile BLOCK=32768", "fused+tile BLOCK=16384",
+                              "fused+tile BLOCK=32768+num_warps 16", "fused+persistent"],
+        "kl_div_rows": ["fused", "fused+tile BLOCK=32768", "fused+tile BLOCK=16384"],
+        "cross_entropy_smooth_bf16": ["fused", "fused+tile BLOCK=2048", "fused+tile BLOCK=32768"],
+        "softmax_channels_fp16": ["fused"],
+        "groupnorm": ["fused", "fused+tile BLOCK=4096"],
+    }
+    for task, variants in spec.items():
+        for variant in variants:
+            source = build(coder, load_task(task), variant).source
+            name = variant.replace("fused+", "").replace(" ", "").replace("=", "").replace("+", "_")
+            put(task, name.replace("BLOCK", "B"), source)
+            hinted = task in ("log_softmax_vocab", "kl_div_rows", "groupnorm")
+            if hinted and name in ("port", "fused", "tileBLOCK4096"):
+                put(task, name.replace("BLOCK", "B") + "_evict", evict(source))
+    ce = (OUT / "cross_entropy_smooth_bf16" / "tileB32768.py").read_text()
+    put("cross_entropy_smooth_bf16", "tileB65536", ce.replace("32768)", "65536)"))
+    for b, w in [(4096, 8), (8192, 16), (2048, 8)]:
+        for e1, e2, tag in [('"evict_last"', '"evict_first"', "ev"), ('""', '""', "")]:
+            from_template("log_softmax_vocab", f"lane{tag}_B{b}_w{w}", "lane_log_softmax.py",
+                          BLOCKV=b, WARPS=w, EVICT1=e1, EVICT2=e2)
+    for s, w in [(2, 16), (4, 8), (4, 16), (8, 4)]:
+        from_template("log_softmax_vocab", f"coop_S{s}_w{w}", "coop_log_softmax.py", SPLIT=s, WARPS=w)
+    for b, w in [(1024, 4), (2048, 8), (4096, 8), (4096, 16)]:
+        from_template("kl_div_rows", f"alg_B{b}_w{w}", "alg_kl.py", BLOCKV=b, WARPS=w)
+    for b, w in [(1024, 4), (2048, 4), (2048, 8), (4096, 8), (4096, 16), (8192, 16)]:
+        from_template("cross_entropy_smooth_bf16", f"lane_B{b}_w{w}", "lane_ce.py", BLOCKV=b, WARPS=w)
+    for bn, w in [(16, 4), (32, 4), (32, 8), (64, 8), (64, 16), (128, 16)]:
+        from_template("softmax_channels_fp16", f"one_N{bn}_w{w}", "one_softmax_ch.py", BN=bn, WARPS=w)
+    for s, w in [(4, 32), (8, 16), (16, 8), (32, 4)]:
+        from_template("groupnorm", f"coop_S{s}_w{w}", "coop_gn.py", SPLIT=s, WARPS=w)
+
+
+def probe_2() -> None:
+    for b, w in [(1024, 4), (2048, 4), (2048, 8), (1024, 2), (512, 2), (4096, 8)]:
+        for tail in (True, False):
+            from_template("cross_entropy_smooth_bf16", f"lean{'T' if tail else ''}_B{b}_w{w}", "lean_ce.py",
+                          BLOCKV=b, WARPS=w, TAILV=tail)
+    from_template("cross_entropy_smooth_bf16", "lane_B1024_w4", "lane_ce.py", BLOCKV=1024, WARPS=4)
+    from_template("kl_div_rows", "alg_B1024_w4", "alg_kl.py", BLOCKV=1024, WARPS=4)
+    for b, w in [(1024, 4), (512, 2), (512, 4), (2048, 4), (1024, 8)]:
+        from_template("kl_div_rows", f"lean_B{b}_w{w}", "lean_kl.py", BLOCKV=b, WARPS=w)
+    for bn, w in [(32, 2), (16, 2), (64, 4), (32, 4), (128, 8), (8, 1), (16, 1)]:
+        from_template("softmax_channels_fp16", f"one_N{bn}_w{w}", "one_softmax_ch.py", BN=bn, WARPS=w)
+    for s, w in [(16, 8), (32, 4), (64, 2), (8, 16)]:
+        from_template("groupnorm", f"coopvol_S{s}_w{w}", "coop_gn_vol.py", SPLIT=s, WARPS=w)
+
+
+probe_1() if PROBE == "1" else probe_2()
