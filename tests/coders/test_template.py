@@ -401,15 +401,7 @@ def with_small_blocks(task: Task, program: Program, block: int, block_m: int) ->
 
 def first_loop(source: str) -> list[str]:
     """The body of the first chunk loop of the first kernel (its first reduction pass)."""
-    lines = source.splitlines()
-    head = next(i for i, line in enumerate(lines) if line.strip().startswith("for start in range("))
-    depth = len(lines[head]) - len(lines[head].lstrip())
-    body = []
-    for line in lines[head + 1:]:
-        if line.strip() and len(line) - len(line.lstrip()) <= depth:
-            break
-        body.append(line.strip())
-    return body
+    return loop_bodies(source)[0]
 
 
 LOOPED_BUILTIN = ["cross_entropy", "cross_entropy_smooth_bf16", "groupnorm", "layernorm", "log_softmax_vocab",

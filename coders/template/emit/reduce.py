@@ -275,14 +275,13 @@ def _analyse(kernel: Kernel, lay: Layout, pair: bool = True) -> tuple[dict[str, 
             varies[op.out], after[op.out] = True, 0
         elif op.op in REDUCTIONS:
             varies[op.out] = False
-            picked = pair and not lay.column and not lay.groups and shortcuts.pick(op, kernel, varies, after)
-            expected = pair and shortcuts.expectation(op, kernel, online, varies, after)
             if op.out in pairs:  # computed in the same pass as its partner
                 after[op.out] = after[pairs[op.out][1]]
-            elif picked:  # one load, before any pass
+            elif pair and not lay.column and not lay.groups and \
+                    (picked := shortcuts.pick(op, kernel, varies, after)):  # one load, before any pass
                 found[op.out], after[op.out] = picked, 0
-            elif expected:  # accumulated next to its online pair
-                found[op.out], after[op.out] = expected, after[online[expected.pair][0]]
+            elif pair and (expected := shortcuts.expectation(op, kernel, online, varies, after)):
+                found[op.out], after[op.out] = expected, after[expected.max]  # next to its online pair
             else:
                 after[op.out] = 1 + max((after[a] for a in args), default=0)
         else:
@@ -324,9 +323,8 @@ def _looped(w: Writer, kernel: Kernel, lay: Layout) -> None:
         accs = {op.out: f"acc_{var(op.out)}" for op in reds}
         w(f"# pass {stage} of {passes}: {', '.join(op.out for op in reds)}")
         for op in reds:
-            if _online(pairs, op.out) or _online(pairs, partners.get(op.out)):  # per lane, see below
-                w(f"{accs[op.out]} = {lay.acc_init(op.op)}")
-            elif op.out in pairs or op.out in partners:  # merged once per chunk: one value per row
+            welford = _paired(pairs, op.out, "welford") or _paired(pairs, partners.get(op.out), "welford")
+            if welford:  # merged once per chunk: one value per row (online pairs are per lane)
                 w(f"{accs[op.out]} = tl.full({lay.stat_shape()}, {_IDENTITY[op.op]}, tl.float32)")
             else:
                 w(f"{accs[op.out]} = {lay.acc_init(op.op)}")
@@ -379,8 +377,8 @@ def _looped(w: Writer, kernel: Kernel, lay: Layout) -> None:
             _store(w, lay, out)
 
 
-def _online(pairs: dict[str, tuple[str, str, str]], name: str | None) -> bool:
-    return name in pairs and pairs[name][0] == "online"
+def _paired(pairs: dict[str, tuple[str, str, str]], name: str | None, kind: str) -> bool:
+    return name in pairs and pairs[name][0] == kind
 
 
 def _shortcut_final(w: Writer, kernel: Kernel, lay: Layout, op: Op, found, body: BodyEmitter) -> None:
@@ -394,16 +392,17 @@ def _shortcut_final(w: Writer, kernel: Kernel, lay: Layout, op: Op, found, body:
         load = f"tl.load({ptr(operand.value)} + {where}, mask={column} >= 0, other=0)"
         w(f"{var(op.out)} = {load}.to(tl.float32)")
     else:
-        m, s = paired_reductions(kernel)[found.pair][1], found.pair
-        weight = shortcuts.combine({m: 1.0}, found.weight_const, 1.0)
-        total = f"total_{var(op.out)}"
+        m, s = found.max, found.pair
+        value = f"total_{var(op.out)}"
         if found.offset:
-            total = f"({total} + ({shortcuts.code(found.offset, body.arg)}) * {var(s)})"
-        scale = [f"tl.exp({shortcuts.code(weight, body.arg)}) * "] if weight else []
+            value = f"({value} + ({shortcuts.code(found.offset, body.arg)}) * {var(s)})"
         if found.divisor:
-            scale.append(f"{total} / {body.arg(found.divisor)}")
+            value = f"{value} / {body.arg(found.divisor)}"
+        weight = shortcuts.combine({m: 1.0}, found.weight_const, 1.0)
+        if weight:  # exp(0) is left out
+            value = f"tl.exp({shortcuts.code(weight, body.arg)}) * {value}"
         w(f"# softmax-weighted sum from the lanes' rescaled sums: exp({m} + const) * (sum + const * {s})")
-        w(f"{var(op.out)} = {''.join(scale) or ''}{'' if found.divisor else total}")
+        w(f"{var(op.out)} = {value}")
     body.types[op.out] = "f"
 
 

@@ -23,7 +23,8 @@ Linear = dict  # atom name (None for a number) -> coefficient
 
 @dataclass
 class Expectation:
-    pair: str  # the online pair's sum: its max, running sum and walked value come from there
+    pair: str  # the online pair's sum: its running sum rescales this one's
+    max: str  # the online pair's max
     weight_const: Linear  # constA
     terms: Linear  # E: atoms known before any reduction
     offset: Linear  # constB
@@ -111,7 +112,7 @@ def expectation(op: Op, kernel: Kernel, online: dict[str, tuple[str, str]], vari
         constants = [*weight_const, *offset, divisor]
         ready = all(after.get(k, 0) <= after[m] for k in constants if k is not None)
         if weight_row == {u: 1.0} and ready:
-            return Expectation(pair, weight_const, terms, offset, divisor)
+            return Expectation(pair, m, weight_const, terms, offset, divisor)
     return None
 
 
