@@ -73,10 +73,14 @@ def run_optimize(task: Task, planner: Planner, coder: Coder, verifier: Verifier,
         context = Context(task=task, planner=planner, coder=coder, verifier=verifier, reward=reward,
                           max_steps=max_steps, max_retries=max_retries,
                           time_limit_s=math.inf if time_limit_s is None else time_limit_s, on_event=progress)
-        if resume and snapshot.next:
-            console.print(f"[bold]resuming[/] {task.name} at {', '.join(snapshot.next)} "
+        # Not snapshot.next: it leaves out a node whose writes were saved before the kill came (the
+        # node ended, the checkpoint after it was not written yet), so a run killed right then would
+        # look finished. snapshot.tasks keeps that node, and invoke(None) applies its saved writes.
+        pending = [t.name for t in snapshot.tasks]
+        if resume and pending:
+            console.print(f"[bold]resuming[/] {task.name} at {', '.join(pending)} "
                           f"(step {snapshot.values.get('step', 0)})")
-        if not resume or snapshot.next:
+        if not resume or pending:
             # durability="sync": each node's checkpoint is on disk before the next node starts, so a
             # kill -9 loses at most the node that was running.
             with console.status(f"{task.name}: starting") as progress.status:

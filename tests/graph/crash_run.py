@@ -1,6 +1,9 @@
 """A scripted `run_optimize` the resume test runs in a subprocess and kills mid-run.
 
-    python tests/graph/crash_run.py OUT_DIR SLEEP_S
+    python tests/graph/crash_run.py OUT_DIR SLEEP_S [DIE_AT_CHECKPOINT]
+
+With DIE_AT_CHECKPOINT = n the process kills itself (SIGKILL) as it is about to write its n-th
+checkpoint: the node before it has ended and its writes are saved, the checkpoint after it is not.
 
 The script covers every gate route: accept, retry then reject, slower-so-rejected, CoderError. Each
 strategy has one outcome, so the scripted coder's answers do not depend on its call counts, which
@@ -9,6 +12,8 @@ a killed process loses.
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 from pathlib import Path
 
@@ -34,5 +39,22 @@ def optimize(out_dir: str | Path, *, sleep_s: float = 0.0, resume: bool = False,
                         max_retries=1, time_limit_s=600.0, resume=resume, console=console)
 
 
+def die_at_checkpoint(n: int) -> None:
+    """SIGKILL this process in place of writing its n-th checkpoint."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    put, calls = SqliteSaver.put, []
+
+    def put_or_die(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == n:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return put(self, *args, **kwargs)
+
+    SqliteSaver.put = put_or_die
+
+
 if __name__ == "__main__":
+    if len(sys.argv) > 3:
+        die_at_checkpoint(int(sys.argv[3]))
     optimize(sys.argv[1], sleep_s=float(sys.argv[2]))
