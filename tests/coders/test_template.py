@@ -419,15 +419,30 @@ def test_builtin_reductions_in_small_blocks_match_reference(name, tmp_path):
 
 
 @pytest.mark.parametrize("name", ["cross_entropy_smooth_bf16", "log_softmax_vocab", "logsumexp_lastdim",
-                                  "softmax_channels_fp16", "kl_div_rows"])
-def test_looped_online_softmax_keeps_lanes_apart(name):
-    """Each lane keeps its own running max and sum: one exp per element and online pair, and no
-    reduction across lanes inside the loop (a max and a sum per chunk made the loop
-    instruction-bound); the lanes merge once, after it."""
+                                  "kl_div_rows"])
+def test_looped_online_softmax_over_rows_shares_a_max_per_group_of_neighbours(name):
+    """A row kernel walks (BLOCK // 8, 8) tiles: the 8 neighbours of a group share one running max,
+    so the loop reduces along the group axis only (never across threads' groups), runs one exp2 per
+    element and online pair, and rescales each group's sum once per chunk."""
     task = load_task(name)
     loop = first_loop(with_small_blocks(task, fully_fused(task), block=64, block_m=8).source)
+    assert loop[0] == "cols = start + tl.arange(0, BLOCK // 8)[:, None] * 8 + tl.arange(0, 8)[None, :]"
+    pairs = [line for line in loop if line.startswith("new_")]
+    per_element = [line for line in loop if line.startswith("e_") and "tl.exp2(lane_" in line]
+    per_group = [line for line in loop if line.startswith("alpha_") and "tl.exp2(acc_" in line]
+    assert pairs and len(per_element) == len(per_group) == len(pairs), loop
+    assert sum(line.count("tl.exp") for line in loop) == 2 * len(pairs), loop
+    reductions = re.findall(r"tl\.(?:max|sum)\([^\n]*", "\n".join(loop))
+    assert reductions and all(r.endswith("axis=1)") or "axis=1)" in r for r in reductions), reductions
+
+
+def test_looped_online_column_softmax_keeps_lanes_apart():
+    """A column softmax that loops keeps a running max and sum per lane: one exp2 per element, no
+    reduction across lanes inside the loop; the lanes merge once, after it."""
+    task = load_task("softmax_channels_fp16")
+    loop = first_loop(with_small_blocks(task, fully_fused(task), block=64, block_m=8).source)
     pairs = [line for line in loop if line.startswith("d_") and " = lane_" in line]
-    exps = [part for line in loop for part in line.split("tl.exp(")[1:]]
+    exps = [part for line in loop for part in line.split("tl.exp2(")[1:]]
     assert pairs and len(exps) == len(pairs), loop
     assert not [line for line in loop if "tl.max(" in line or "tl.sum(" in line], loop
 
