@@ -6,6 +6,10 @@ Probe 1: template-coder programs (port / fused, then a tile, warps or persistent
 at commit 271c4bf, the same with L2 eviction hints, and hand-written forms from templates/ (per-lane
 online softmax, cooperative split rows, the algebraic one-pass KL, one-pass column softmax).
 Probe 2: leaner hand forms (finite running-max start, the target logit loaded, unmasked main loop).
+Probe 3 (fifth session): per-thread groups sharing one running max (cross-entropy), scores computed
+once with a rescale pass over rows still in L2 (bmm softmax), an exp2/FFMA column softmax with
+streaming loads and stores, a persistent group norm (one or two programs per SM walk whole groups,
+the second pass backwards) whose second read should find the group in L1/L2.
 Each file defines ModelNew; run.py times them.
 """
 
@@ -95,4 +99,37 @@ def probe_2() -> None:
         from_template("groupnorm", f"coopvol_S{s}_w{w}", "coop_gn_vol.py", SPLIT=s, WARPS=w)
 
 
-probe_1() if PROBE == "1" else probe_2()
+def probe_3() -> None:
+    from coders.template import TemplateCoder
+    from coders.template.gpu_bench import build
+    from mtmc.tasks import load_task
+    coder = TemplateCoder()
+    for task in ("cross_entropy_smooth_bf16", "bmm_softmax_fp16", "softmax_channels_fp16", "groupnorm"):
+        put(task, "fused", build(coder, load_task(task), "fused").source)
+    from_template("cross_entropy_smooth_bf16", "leanT_B1024_w4", "lean_ce.py", BLOCKV=1024, WARPS=4,
+                  TAILV=True)
+    for r, g, w in [(128, 8, 4), (256, 8, 8), (64, 8, 2), (128, 16, 4), (256, 4, 4), (128, 8, 8)]:
+        for exp2 in (False, True):
+            for tail in (False, True):
+                name = f"group{'2' if exp2 else ''}{'T' if tail else ''}_R{r}_G{g}_w{w}"
+                from_template("cross_entropy_smooth_bf16", name, "group_ce.py", RV=r, GV=g, WARPS=w,
+                              EXPV=exp2, TAILV=tail)
+    for bm, bn, w, stages in [(64, 64, 4, 2), (64, 128, 4, 2), (128, 64, 8, 2), (32, 64, 4, 2),
+                              (16, 64, 4, 2), (16, 128, 4, 2), (32, 128, 4, 3), (64, 64, 4, 3)]:
+        for rev in (False, True):
+            from_template("bmm_softmax_fp16", f"once{'R' if rev else ''}_M{bm}_N{bn}_w{w}_s{stages}",
+                          "once_bmm_softmax.py", BMV=bm, BNV=bn, WARPS=w, STAGES=stages, REVV=rev)
+    from_template("softmax_channels_fp16", "one_N32_w2", "one_softmax_ch.py", BN=32, WARPS=2)
+    for bn, w in [(32, 2), (32, 4), (64, 4), (16, 1)]:
+        for evl, cms, tag in [('""', '""', ""), ('"evict_first"', '".cs"', "cs")]:
+            from_template("softmax_channels_fp16", f"one2{tag}_N{bn}_w{w}", "one2_softmax_ch.py", BN=bn,
+                          WARPS=w, EVL=evl, CMS=cms)
+
+    for block, warps in [(4096, 8), (8192, 16), (4096, 16), (16384, 32)]:
+        for per_sm in (1, 2):
+            for rev in (False, True):
+                from_template("groupnorm", f"persist{'R' if rev else ''}_B{block}_w{warps}_x{per_sm}",
+                              "persist_gn.py", BLOCKV=block, WARPS=warps, PERSM=per_sm, REVV=rev)
+
+
+{"1": probe_1, "2": probe_2, "3": probe_3}[PROBE]()

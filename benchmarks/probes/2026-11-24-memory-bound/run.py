@@ -38,6 +38,19 @@ def copy_bandwidth() -> float:
     return 2 * x.numel() * 4 / ms / 1e9
 
 
+def registers(module) -> dict:
+    """{kernel: [registers per thread, spilled bytes]} of the module's compiled Triton kernels."""
+    found = {}
+    for name, fn in vars(module).items():
+        while hasattr(fn, "fn") and not hasattr(fn, "device_caches"):  # autotune / heuristics wrappers
+            fn = fn.fn
+        for entry in getattr(fn, "device_caches", {}).values():
+            cache = entry[0] if isinstance(entry, tuple) else entry
+            for kernel in cache.values():
+                found[name] = [getattr(kernel, "n_regs", None), getattr(kernel, "n_spills", None)]
+    return found
+
+
 def probe_task(folder: Path, bandwidth: float) -> dict:
     task = load_task(folder.name)
     reference = task.make_model(seed=0).cuda()
@@ -52,15 +65,17 @@ def probe_task(folder: Path, bandwidth: float) -> dict:
     for path in sorted(folder.glob("*.py")):
         try:
             torch.manual_seed(0)
-            candidate = load(path).ModelNew(*task.init_inputs()).cuda()
+            module = load(path)
+            candidate = module.ModelNew(*task.init_inputs()).cuda()
             candidate.load_state_dict(reference.state_dict())
             with torch.no_grad():
                 err = max(rel_error(candidate(*inputs), expected) for _ in range(2))  # twice: no stale state
                 ms = triton.testing.do_bench(lambda c=candidate: c(*inputs), return_mode="median")
             ok = err <= limit_of(expected)
-            row[path.stem] = {"ms": ms, "pct": 100 * floor / ms, "err": err, "ok": ok}
+            regs = registers(module)
+            row[path.stem] = {"ms": ms, "pct": 100 * floor / ms, "err": err, "ok": ok, "registers": regs}
             print(f"  {path.stem:28s} {ms:7.3f} ms {100 * floor / ms:5.1f}%  err {err:.1e} "
-                  f"{'ok' if ok else 'WRONG'}", flush=True)
+                  f"{'ok' if ok else 'WRONG'} {regs}", flush=True)
         except Exception as err:  # a variant that fails to compile or launch is a result
             row[path.stem] = {"error": f"{type(err).__name__}: {str(err)[:400]}"}
             print(f"  {path.stem:28s} ERROR {type(err).__name__}: {str(err)[:300]}", flush=True)
