@@ -15,6 +15,7 @@ from __future__ import annotations
 from coders.template.emit.common import Writer
 from coders.template.emit.launch import Launcher, autotune_configs, kernel_header, output_alloc, wrap_call
 from coders.template.ir import Kernel
+from coders.template.ops import LOG2E
 
 
 def _precision(kernel: Kernel) -> str:
@@ -141,7 +142,7 @@ def _emit_scores(w: Writer, kernel: Kernel, fn: str) -> None:
     if bias:
         w("bias = tl.load(bias_base + offs_m[:, None] * stride_bm + offs_n[None, :] * stride_bn,")
         w("               mask=(offs_m[:, None] < Sq) & (offs_n[None, :] < Sk), other=0.0)")
-        w("scores += bias.to(tl.float32) * 1.4426950408889634  # log2(e), like qk_scale")
+        w(f"scores += bias.to(tl.float32) * {LOG2E}  # log2(e), like qk_scale")
     w("if not EVEN_N:")
     w("    scores = tl.where(offs_n[None, :] < Sk, scores, float(\"-inf\"))")
     w("return scores")
@@ -231,7 +232,7 @@ def _emit_qk_scale(w: Writer, scale: float | str | None) -> None:
         text = scale
     else:
         text = repr(float(scale)) if scale is not None else "1.0 / math.sqrt(D)"
-    w(f"qk_scale = {text} * 1.4426950408889634  # log2(e): the kernel uses exp2")
+    w(f"qk_scale = {text} * {LOG2E}  # log2(e): the kernel uses exp2")
 
 
 def _launch(w: Writer, kernel: Kernel, name: str, args: list[str], consts: list[str],

@@ -59,11 +59,11 @@ class Layout:
         self.keep = ", keep_dims=True" if self.column else ""
         # a row kernel with an online softmax walks its chunks as (BLOCK // LANE_GROUP, LANE_GROUP)
         # tiles: each thread's neighbours share one running max (see _online_groups)
-        pairs = paired_reductions(kernel)
-        chunk = ONLINE_CHUNK if kernel.config.get("auto_block") else kernel.config.get("BLOCK", 0)
-        self.grouped = not self.column and not self.groups and kernel.config.get("split_k", 1) <= 1 \
-            and chunk >= 2 * LANE_GROUP and any(kind == "online" for kind, _, _ in pairs.values()) \
-            and not any(kind == "welford" for kind, _, _ in pairs.values())
+        kinds = {kind for kind, _, _ in paired_reductions(kernel).values()}
+        self.online = "online" in kinds
+        self.grouped = self.online and "welford" not in kinds and not self.column and not self.groups \
+            and kernel.config.get("split_k", 1) <= 1 \
+            and chunk_of(kernel.config, self.online) >= 2 * LANE_GROUP
 
     # --- addressing -------------------------------------------------------------------------------
     def address(self, dims: list[int], what: str) -> str:
@@ -137,9 +137,11 @@ class Layout:
             return f"[BLOCK // {LANE_GROUP}, {LANE_GROUP}]"
         return "[BLOCK_M, BLOCK_N]" if self.column else "[BLOCK]"
 
-    def group_init(self, kind: str) -> str:
-        """A running statistic per group of LANE_GROUP neighbours (online softmax, grouped)."""
-        return f"tl.full([BLOCK // {LANE_GROUP}], {_IDENTITY[kind]}, tl.float32)"
+    def online_init(self, kind: str) -> str:
+        """An online softmax's running statistic: one per group of LANE_GROUP neighbours, or per lane."""
+        if self.grouped:
+            return f"tl.full([BLOCK // {LANE_GROUP}], {_IDENTITY[kind]}, tl.float32)"
+        return self.acc_init(kind)
 
     def stat_shape(self) -> str:
         """A running statistic of a row: one scalar, or one per inner column of a column reduction."""
@@ -222,8 +224,7 @@ def _loader(kernel: Kernel, lay: Layout):
     return load
 
 
-def _body(kernel: Kernel, lay: Layout) -> BodyEmitter:
-    varies, _, _ = _analyse(kernel, lay)
+def _body(kernel: Kernel, lay: Layout, varies: dict[str, bool]) -> BodyEmitter:
     body = BodyEmitter(kernel, _loader(kernel, lay), special={"ridx": lambda op: lay.ridx()},
                        reduce=lay.reduce)
 
@@ -250,7 +251,7 @@ def _store(w: Writer, lay: Layout, out) -> None:
 
 def _one_pass(w: Writer, kernel: Kernel, lay: Layout) -> None:
     lay.index(w, None)
-    body = _body(kernel, lay)
+    body = _body(kernel, lay, _analyse(kernel, lay)[0])
     for op in kernel.body:
         w(body.statement(op))
     for out in kernel.outputs:
@@ -327,7 +328,7 @@ def _looped(w: Writer, kernel: Kernel, lay: Layout) -> None:
     pairs = paired_reductions(kernel)
     partners = {first: second for second, (_, first, _) in pairs.items()}
     riders = {name: e for name, e in found.items() if isinstance(e, shortcuts.Expectation)}
-    body = _body(kernel, lay)
+    body = _body(kernel, lay, varies)
     done: set[str] = set()
 
     def settle(stage: int) -> None:
@@ -358,13 +359,13 @@ def _looped(w: Writer, kernel: Kernel, lay: Layout) -> None:
             welford = _paired(pairs, op.out, "welford") or _paired(pairs, partners.get(op.out), "welford")
             if welford:  # merged once per chunk: one value per row (online pairs are per lane)
                 w(f"{accs[op.out]} = tl.full({lay.stat_shape()}, {_IDENTITY[op.op]}, tl.float32)")
-            elif lay.grouped and (op.out in pairs or op.out in partners):
-                w(f"{accs[op.out]} = {lay.group_init(op.op)}")
+            elif op.out in pairs or op.out in partners:
+                w(f"{accs[op.out]} = {lay.online_init(op.op)}")
             else:
                 w(f"{accs[op.out]} = {lay.acc_init(op.op)}")
         mine = {name: e for name, e in riders.items() if e.pair in accs}
         for name in mine:
-            w(f"acc_{var(name)} = {lay.group_init('sum') if lay.grouped else lay.acc_init('sum')}")
+            w(f"acc_{var(name)} = {lay.online_init('sum')}")
         w(f"for start in range(0, {lay.red_size}, {lay.block}):")
         w.indent()
         lay.index(w, "start")
@@ -576,6 +577,12 @@ ONE_PASS_FULL = 32768
 ONLINE_CHUNK = 1024
 
 
+def chunk_of(config: dict, online: bool) -> int:
+    """The chunk a looped row is walked in: a `tile` step's BLOCK, or ONLINE_CHUNK for an online
+    softmax until a tile step sets one (`auto_block`)."""
+    return ONLINE_CHUNK if online and config.get("auto_block") else config["BLOCK"]
+
+
 def row_blocks(kernel: Kernel) -> tuple[int, int]:
     """(the longest row kept in one block, the chunk a longer row is walked in). A `tile` step
     sets both to its BLOCK; until then they follow the kernel's form (`auto_block`)."""
@@ -587,8 +594,7 @@ def row_blocks(kernel: Kernel) -> tuple[int, int]:
     rows = [o for o in kernel.operands if not o.scalar and set(o.dims) & set(lay.red_dims)]
     full = any(varies.get(o.src) for o in kernel.outputs)
     one_pass = ONE_PASS_FULL if full and len(rows) == 1 and not lay.groups else cfg["BLOCK"]
-    online = any(kind == "online" for kind, _, _ in paired_reductions(kernel).values())
-    chunk = ONLINE_CHUNK if online else cfg["BLOCK"]
+    chunk = chunk_of(cfg, lay.online)
     return max(one_pass, chunk), chunk
 
 
@@ -702,7 +708,7 @@ def _emit_split(w: Writer, kernel: Kernel, name: str) -> tuple[list[str], list[s
     lay.check()
     varies, _, _ = _analyse(kernel, lay, pair=False)
     reds = [op for op in kernel.body if op.op in REDUCTIONS]
-    body = _body(kernel, lay)
+    body = _body(kernel, lay, varies)
     bw = Writer()
     bw.depth = w.depth + 1
     lay.program(bw)
