@@ -456,6 +456,52 @@ def test_looped_welford_divides_per_chunk_only(name):
                              for line in divisions), divisions
 
 
+GROUP_NORM_TASK = '''
+"""GroupNorm then SiLU, with channels longer than half a chunk of 16 and channels shorter."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+B, C, G, H, W = 3, 8, 2, 5, 7
+
+
+class Model(nn.Module):
+    def __init__(self, groups, channels):
+        super().__init__()
+        self.norm = nn.GroupNorm(groups, channels)
+        nn.init.normal_(self.norm.weight)
+        nn.init.normal_(self.norm.bias)
+
+    def forward(self, x):
+        return F.silu(self.norm(x))
+
+
+def get_inputs():
+    return [torch.randn(B, C, H, W) * 2 + 1]
+
+
+def get_init_inputs():
+    return [G, C]
+
+
+MTMC = {"cpu_sizes": [{"B": 3, "C": 8, "G": 2, "H": 5, "W": 7}, {"B": 2, "C": 12, "G": 2, "H": 1, "W": 5}]}
+'''
+
+
+def test_looped_group_norm_writes_channel_by_channel_backwards(tmp_path):
+    """Channels of at least half a chunk are written one by one, last chunk first: a per-channel
+    weight is one scalar load, with no division by HW per element; shorter channels keep the flat
+    walk. In blocks of 16, the 35-value channels end in a partial chunk (by channel) and the
+    5-value ones do not fill half a chunk (flat): both match the reference."""
+    task = task_from_source(tmp_path, "group_norm_silu", GROUP_NORM_TASK)
+    looped = with_small_blocks(task, fully_fused(task), block=16, block_m=4)
+    by_channel = looped.source.split("if BY_CHANNEL:")[1].split("else:")[0]
+    assert "cols = (n_chunks - 1 - chunk) * BLOCK + tl.arange(0, BLOCK)" in by_channel
+    assert "// HW" not in by_channel and by_channel.count("CPG + chan).to(tl.float32)") == 2, by_channel
+    assert "BY_CHANNEL=2 * HW >= BLOCK" in looped.source
+    check(task, looped, tmp_path)
+
+
 NEG_INF_TASK = '''
 """Softmax-like reductions over rows holding -inf: all -inf rows, and rows whose first chunks are."""
 import torch

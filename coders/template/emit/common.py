@@ -16,7 +16,8 @@ RESERVED = {"pid", "pid_m", "pid_n", "pid_b", "offs", "mask", "row", "cols", "st
             "M", "N", "K", "tl", "triton", "torch", "math", "BLOCK", "BLOCK_M", "BLOCK_N",
             "BLOCK_K", "GROUP_M", "ONE_PASS", "tile", "in_range", "r_mask", "i_mask", "col_mask",
             "offs_m", "offs_n", "offs_k", "rm", "rn", "out", "q", "v", "min", "max", "sum", "float",
-            "int", "range", "len", "abs", "pow", "input", "G", "CPG", "HW", "block"}
+            "int", "range", "len", "abs", "pow", "input", "G", "CPG", "HW", "block", "BY_CHANNEL",
+            "chan", "chunk", "n_chunks"}
 
 
 class Writer:
