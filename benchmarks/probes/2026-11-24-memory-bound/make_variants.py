@@ -1,6 +1,6 @@
 """Write the kernel variants of the memory-bound probe (BENCHMARKS.md, 2026-11-24 fourth session).
 
-    python benchmarks/probes/2026-11-24-memory-bound/make_variants.py OUT_DIR [1|2]
+    python benchmarks/probes/2026-11-24-memory-bound/make_variants.py OUT_DIR [1|2|3|4|5|6|7|8]
 
 Probe 1: template-coder programs (port / fused, then a tile, warps or persistent step) of the code
 at commit 271c4bf, the same with L2 eviction hints, and hand-written forms from templates/ (per-lane
@@ -10,6 +10,17 @@ Probe 3 (fifth session): per-thread groups sharing one running max (cross-entrop
 once with a rescale pass over rows still in L2 (bmm softmax), an exp2/FFMA column softmax with
 streaming loads and stores, a persistent group norm (one or two programs per SM walk whole groups,
 the second pass backwards) whose second read should find the group in L1/L2.
+Probe 4 (sixth session): where bmm softmax's time goes (each pass alone, exps replaced by an FFMA)
+and its exps moved off the SFU (an FMA polynomial, f16x2 pairs); group norm with each group split
+over 2-8 cooperating persistent programs (tickets, a per-group counter) so fewer groups are in
+flight and the second read hits L2.
+Probe 5: group norm with fewer persistent programs than SMs, the group's first chunk held in
+registers, lockstep teams of programs per group; bmm softmax at larger tiles.
+Probe 6: group norm lockstep teams whose members own channel ranges, with a fenced counter or with
+each member's sums published as one 64-bit word that is its own flag.
+Probe 7: what the team forms lose at a team of one (a ticket, or an atomic round trip per group).
+Probe 8: group norm teams of two with more warps per SM (registers capped); the template's fused
+group norm with its last pass walked channel by channel.
 Each file defines ModelNew; run.py times them.
 """
 
@@ -132,4 +143,106 @@ def probe_3() -> None:
                               "persist_gn.py", BLOCKV=block, WARPS=warps, PERSM=per_sm, REVV=rev)
 
 
-{"1": probe_1, "2": probe_2, "3": probe_3}[PROBE]()
+def probe_4() -> None:
+    from coders.template import TemplateCoder
+    from coders.template.gpu_bench import build
+    from mtmc.tasks import load_task
+    coder = TemplateCoder()
+    for task in ("bmm_softmax_fp16", "groupnorm"):
+        put(task, "fused", build(coder, load_task(task), "fused").source)
+    # bmm softmax: where its time goes (one pass alone, exps replaced by an FFMA) and exps moved off
+    # the SFU (FMA polynomial, f16x2 pairs); HOW codes in templates/bmm_softmax_exp.tmpl
+    forms = {"base": (0, 0, 1, 1), "p1only": (0, 0, 1, 0), "p1fake": (3, 0, 1, 0), "p2only": (0, 0, 0, 1),
+             "p2fake": (0, 3, 0, 1), "poly5p1": (1, 0, 1, 1), "poly3p1": (4, 0, 1, 1), "h2p1": (2, 0, 1, 1),
+             "poly5both": (1, 1, 1, 1), "h2both": (2, 2, 1, 1)}
+    for bm, bn, w, stages in [(128, 64, 8, 2), (64, 128, 4, 3), (128, 128, 8, 3)]:
+        for form, (p1, p2, pass1, pass2) in forms.items():
+            from_template("bmm_softmax_fp16", f"{form}_M{bm}_N{bn}_w{w}", "bmm_softmax_exp.py", BMV=bm,
+                          BNV=bn, WARPS=w, STAGES=stages, P1V=p1, P2V=p2, PASS1V=pass1, PASS2V=pass2)
+    from_template("groupnorm", "persistR_B16384_w32_x1", "persist_gn.py", BLOCKV=16384, WARPS=32, PERSM=1,
+                  REVV=True)
+    for split in (2, 4, 8):
+        for block, warps in [(16384, 32), (8192, 16), (4096, 8)]:
+            for per_sm in (1, 2):
+                from_template("groupnorm", f"split_S{split}_B{block}_w{warps}_x{per_sm}", "split_gn.py",
+                              SPLIT=split, BLOCKV=block, WARPS=warps, PERSM=per_sm, REVV=True)
+    from_template("groupnorm", "splitF_S4_B8192_w16_x1", "split_gn.py", SPLIT=4, BLOCKV=8192, WARPS=16,
+                  PERSM=1, REVV=False)
+
+
+def probe_5() -> None:
+    # group norm: fewer persistent programs than SMs (fewer groups in flight), the group's first
+    # chunk held in registers, lockstep teams of 2 or 4 programs per group; bmm softmax: larger tiles
+    from_template("groupnorm", "persistR_B16384_w32_x1", "persist_gn.py", BLOCKV=16384, WARPS=32, PERSM=1,
+                  REVV=True)
+    for block, warps, fracs in [(16384, 32, (0.5, 0.67, 0.75, 1.0)), (8192, 16, (0.5, 0.75, 1.0, 2.0))]:
+        for frac in fracs:
+            for hold in (False, True):
+                from_template("groupnorm", f"flat{'H' if hold else ''}_B{block}_w{warps}_f{frac}",
+                              "persist_gn2.py", BLOCKV=block, WARPS=warps, FRAC=frac, HOLDV=hold)
+    for split in (2, 4):
+        for block, warps, per_sm in [(16384, 32, 1), (8192, 16, 1), (8192, 16, 2), (4096, 8, 2)]:
+            from_template("groupnorm", f"team_S{split}_B{block}_w{warps}_x{per_sm}", "team_gn.py",
+                          SPLIT=split, BLOCKV=block, WARPS=warps, PERSM=per_sm, REVV=True)
+    for bm, bn, w, stages in [(128, 128, 8, 2), (128, 128, 8, 4), (64, 256, 8, 3), (128, 256, 16, 2),
+                              (256, 64, 16, 2), (256, 128, 16, 2), (64, 128, 4, 4)]:
+        from_template("bmm_softmax_fp16", f"base_M{bm}_N{bn}_w{w}_s{stages}", "bmm_softmax_exp.py", BMV=bm,
+                      BNV=bn, WARPS=w, STAGES=stages, P1V=0, P2V=0, PASS1V=1, PASS2V=1)
+
+
+def probe_6() -> None:
+    # group norm: lockstep teams whose members own channel ranges (no per-element division)
+    from_template("groupnorm", "persistR_B16384_w32_x1", "persist_gn.py", BLOCKV=16384, WARPS=32, PERSM=1,
+                  REVV=True)
+    for split in (1, 2, 4, 8):
+        for block, warps, per_sm in [(16384, 32, 1), (8192, 16, 2), (4096, 8, 4), (8192, 16, 1)]:
+            from_template("groupnorm", f"teamch_S{split}_B{block}_w{warps}_x{per_sm}", "team_ch_gn.py",
+                          SPLIT=split, BLOCKV=block, WARPS=warps, PERSM=per_sm)
+
+    # the same teams publishing their sums as one 64-bit word that is its own flag (no fence)
+    for split, block, warps, per_sm in [(1, 16384, 32, 1), (2, 16384, 32, 1), (4, 16384, 32, 1),
+                                        (8, 16384, 32, 1), (2, 4096, 8, 4), (4, 4096, 8, 4), (8, 4096, 8, 4),
+                                        (2, 8192, 16, 2), (4, 8192, 16, 2)]:
+        from_template("groupnorm", f"teamx_S{split}_B{block}_w{warps}_x{per_sm}", "team_x_gn.py",
+                      SPLIT=split, BLOCKV=block, WARPS=warps, PERSM=per_sm, MAXNREGV=None)
+
+
+
+def probe_7() -> None:
+    # group norm: what costs the team forms 14 points at S=1 (a ticket for the first group, or
+    # one atomic round trip per group), and the 64-bit-word teams at more sizes
+    for ticket in (False, True):
+        for rtrip in (False, True):
+            from_template("groupnorm", f"persistAB_t{int(ticket)}_r{int(rtrip)}", "persist_ab_gn.py",
+                          BLOCKV=16384, WARPS=32, PERSM=1, REVV=True, TICKV=ticket, RTRIPV=rtrip)
+    for split, block, warps, per_sm in [(2, 8192, 16, 2), (2, 4096, 8, 2), (2, 8192, 8, 2), (2, 16384, 16, 2),
+                                        (4, 16384, 16, 2), (2, 4096, 4, 4), (2, 8192, 16, 1)]:
+        from_template("groupnorm", f"teamx_S{split}_B{block}_w{warps}_x{per_sm}", "team_x_gn.py",
+                      SPLIT=split, BLOCKV=block, WARPS=warps, PERSM=per_sm, MAXNREGV=None)
+
+
+
+def probe_8() -> None:
+    # group norm teams of two: more warps per SM (registers capped so two teams share an SM)
+    teams = [(2, 8192, 16, 1, None), (2, 8192, 16, 2, 64), (2, 4096, 8, 4, 64), (2, 8192, 32, 1, None),
+             (4, 8192, 16, 2, 64), (2, 4096, 16, 2, 64), (2, 4096, 8, 4, 56), (2, 16384, 32, 1, 64),
+             (4, 4096, 8, 4, 64)]
+    for split, block, warps, per_sm, maxnreg in teams:
+        from_template("groupnorm", f"teamx_S{split}_B{block}_w{warps}_x{per_sm}_r{maxnreg}", "team_x_gn.py",
+                      SPLIT=split, BLOCKV=block, WARPS=warps, PERSM=per_sm, MAXNREGV=maxnreg)
+
+    # the template's fused program (the coder's at run time: b23d4c6 in the recorded run) and that
+    # program (fused_ch_gn.tmpl, from b23d4c6) with its last pass walked channel by channel
+    # (scalar weight and bias, no per-element division), forwards or backwards
+    from coders.template import TemplateCoder
+    from coders.template.gpu_bench import build
+    from mtmc.tasks import load_task
+    put("groupnorm", "fused", build(TemplateCoder(), load_task("groupnorm"), "fused").source)
+    for block in (4096, 8192, 16384):
+        for rev in (False, True):
+            from_template("groupnorm", f"fusedch{'R' if rev else ''}_B{block}", "fused_ch_gn.py",
+                          BLOCKV=block, REVV=rev)
+
+
+{"1": probe_1, "2": probe_2, "3": probe_3, "4": probe_4, "5": probe_5, "6": probe_6, "7": probe_7,
+ "8": probe_8}[PROBE]()
