@@ -1,6 +1,6 @@
 """Write the kernel variants of the memory-bound probe (BENCHMARKS.md, 2026-11-24 fourth session).
 
-    python benchmarks/probes/2026-11-24-memory-bound/make_variants.py OUT_DIR [1|2|3|4|5|6|7|8]
+    python benchmarks/probes/2026-11-24-memory-bound/make_variants.py OUT_DIR [1|...|10]
 
 Probe 1: template-coder programs (port / fused, then a tile, warps or persistent step) of the code
 at commit 271c4bf, the same with L2 eviction hints, and hand-written forms from templates/ (per-lane
@@ -21,6 +21,9 @@ each member's sums published as one 64-bit word that is its own flag.
 Probe 7: what the team forms lose at a team of one (a ticket, or an atomic round trip per group).
 Probe 8: group norm teams of two with more warps per SM (registers capped); the template's fused
 group norm with its last pass walked channel by channel.
+Probe 9: the best group norm team forms at 1 to 4 pipeline stages, and with 2-8 chunks' loads in
+flight in their first pass, and persistent and team forms that start each group on a rotated channel.
+Probe 10: group norm teams reading through TMA boxes multi-buffered in shared memory.
 Each file defines ModelNew; run.py times them.
 """
 
@@ -197,14 +200,14 @@ def probe_6() -> None:
     for split in (1, 2, 4, 8):
         for block, warps, per_sm in [(16384, 32, 1), (8192, 16, 2), (4096, 8, 4), (8192, 16, 1)]:
             from_template("groupnorm", f"teamch_S{split}_B{block}_w{warps}_x{per_sm}", "team_ch_gn.py",
-                          SPLIT=split, BLOCKV=block, WARPS=warps, PERSM=per_sm)
+                          SPLIT=split, BLOCKV=block, WARPS=warps, PERSM=per_sm, STAGESV=3)
 
     # the same teams publishing their sums as one 64-bit word that is its own flag (no fence)
     for split, block, warps, per_sm in [(1, 16384, 32, 1), (2, 16384, 32, 1), (4, 16384, 32, 1),
                                         (8, 16384, 32, 1), (2, 4096, 8, 4), (4, 4096, 8, 4), (8, 4096, 8, 4),
                                         (2, 8192, 16, 2), (4, 8192, 16, 2)]:
         from_template("groupnorm", f"teamx_S{split}_B{block}_w{warps}_x{per_sm}", "team_x_gn.py",
-                      SPLIT=split, BLOCKV=block, WARPS=warps, PERSM=per_sm, MAXNREGV=None)
+                      SPLIT=split, BLOCKV=block, WARPS=warps, PERSM=per_sm, MAXNREGV=None, STAGESV=3)
 
 
 
@@ -218,7 +221,7 @@ def probe_7() -> None:
     for split, block, warps, per_sm in [(2, 8192, 16, 2), (2, 4096, 8, 2), (2, 8192, 8, 2), (2, 16384, 16, 2),
                                         (4, 16384, 16, 2), (2, 4096, 4, 4), (2, 8192, 16, 1)]:
         from_template("groupnorm", f"teamx_S{split}_B{block}_w{warps}_x{per_sm}", "team_x_gn.py",
-                      SPLIT=split, BLOCKV=block, WARPS=warps, PERSM=per_sm, MAXNREGV=None)
+                      SPLIT=split, BLOCKV=block, WARPS=warps, PERSM=per_sm, MAXNREGV=None, STAGESV=3)
 
 
 
@@ -229,7 +232,7 @@ def probe_8() -> None:
              (4, 4096, 8, 4, 64)]
     for split, block, warps, per_sm, maxnreg in teams:
         from_template("groupnorm", f"teamx_S{split}_B{block}_w{warps}_x{per_sm}_r{maxnreg}", "team_x_gn.py",
-                      SPLIT=split, BLOCKV=block, WARPS=warps, PERSM=per_sm, MAXNREGV=maxnreg)
+                      SPLIT=split, BLOCKV=block, WARPS=warps, PERSM=per_sm, MAXNREGV=maxnreg, STAGESV=3)
 
     # the template's fused program (the coder's at run time: b23d4c6 in the recorded run) and that
     # program (fused_ch_gn.tmpl, from b23d4c6) with its last pass walked channel by channel
@@ -244,5 +247,44 @@ def probe_8() -> None:
                           BLOCKV=block, REVV=rev)
 
 
+
+def probe_9() -> None:
+    # group norm: the best team forms of probes 6-8 at 1-4 pipeline stages (3 is the default)
+    for stages in (1, 2, 3, 4):
+        for template, split, block, warps in [("team_x_gn.py", 2, 8192, 16), ("team_x_gn.py", 2, 16384, 32),
+                                              ("team_ch_gn.py", 2, 16384, 32)]:
+            extra = {"MAXNREGV": None} if template == "team_x_gn.py" else {}
+            from_template("groupnorm", f"{template[:6]}_S{split}_B{block}_w{warps}_s{stages}", template,
+                          SPLIT=split, BLOCKV=block, WARPS=warps, PERSM=1, STAGESV=stages, **extra)
+
+    # teams of two whose first pass keeps 2 or 4 chunks' loads in flight (team_u_gn.tmpl)
+    for block, warps, unroll in [(8192, 16, 2), (4096, 16, 2), (4096, 16, 4), (8192, 32, 2), (4096, 8, 4),
+                                 (2048, 8, 8), (8192, 16, 1)]:
+        from_template("groupnorm", f"team_u_S2_B{block}_w{warps}_u{unroll}", "team_u_gn.py", SPLIT=2,
+                      BLOCKV=block, WARPS=warps, PERSM=1, STAGESV=3, MAXNREGV=None, UNROLLV=unroll)
+
+    # programs that start their group on different channels (rotated), so the SMs do not walk
+    # their 512 KB-aligned groups in step
+    for rot in (False, True):
+        for block, warps in [(16384, 32), (8192, 16)]:
+            from_template("groupnorm", f"persistRot{int(rot)}_B{block}_w{warps}", "persist_rot_gn.py",
+                          BLOCKV=block, WARPS=warps, PERSM=1, REVV=True, ROTV=rot)
+            from_template("groupnorm", f"team_rot{int(rot)}_S2_B{block}_w{warps}", "team_rot_gn.py", SPLIT=2,
+                          BLOCKV=block, WARPS=warps, PERSM=1, STAGESV=3, MAXNREGV=None, ROTV=rot)
+
+
+
+def probe_10() -> None:
+    # group norm teams whose loads are TMA boxes of (ROWS, WIDTH) values, multi-buffered in shared
+    # memory by the loop pipeliner (the task's HW of 16384 divides into boxes; GPU only)
+    forms = [(2, 32, 256, 8, 3, False), (2, 32, 256, 8, 3, True), (2, 32, 256, 16, 3, False),
+             (2, 16, 256, 8, 4, False), (2, 32, 256, 8, 4, True), (2, 64, 128, 8, 3, False),
+             (1, 32, 256, 8, 3, False), (1, 32, 256, 8, 3, True), (4, 32, 256, 8, 3, False)]
+    for split, rows, width, warps, stages, tma2 in forms:
+        name = f"team_tma_S{split}_R{rows}x{width}_w{warps}_s{stages}{'_T' if tma2 else ''}"
+        from_template("groupnorm", name, "team_tma_gn.py", SPLIT=split, ROWSV=rows, WIDTHV=width, WARPS=warps,
+                      STAGESV=stages, TMA2V=tma2, PERSM=1)
+
+
 {"1": probe_1, "2": probe_2, "3": probe_3, "4": probe_4, "5": probe_5, "6": probe_6, "7": probe_7,
- "8": probe_8}[PROBE]()
+ "8": probe_8, "9": probe_9, "10": probe_10}[PROBE]()
