@@ -9,8 +9,9 @@ torch.compile, and the memory-bound tasks at 85% or more of the measured copy ba
 """
 
 import json
-import math
 import sys
+
+from mtmc.bench.metrics import geomean
 
 
 def combine(paths: list[str]) -> dict[str, dict]:
@@ -18,10 +19,6 @@ def combine(paths: list[str]) -> dict[str, dict]:
     for path in paths:
         rows.update({row["task"]: row for row in json.load(open(path))["tasks"]})
     return rows
-
-
-def geomean(values: list[float]) -> float:
-    return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
 def main() -> None:

@@ -404,7 +404,7 @@ def _looped(w: Writer, kernel: Kernel, lay: Layout) -> None:
             body.types[op.out] = "f"
             done.add(op.out)
         settle(stage)
-    full = [o for o in kernel.outputs if varies.get(o.src)]
+    full = full_size_outputs(kernel, varies)
     if full and lay.groups:
         _by_channel_last_pass(w, kernel, lay, body, full, done)
     elif full:
@@ -431,9 +431,14 @@ def _last_pass(w: Writer, kernel: Kernel, lay: Layout, body: BodyEmitter, full: 
     w.dedent()
 
 
+def full_size_outputs(kernel: Kernel, varies: dict[str, bool]) -> list:
+    """Outputs that vary along the reduced dims: written element by element, in the last pass."""
+    return [o for o in kernel.outputs if varies.get(o.src)]
+
+
 def writes_by_channel(kernel: Kernel, lay: Layout) -> bool:
     """A GroupNorm kernel with full-size outputs: its looped write pass can walk channel by channel."""
-    return bool(lay.groups) and any(_analyse(kernel, lay)[0].get(o.src) for o in kernel.outputs)
+    return bool(lay.groups) and bool(full_size_outputs(kernel, _analyse(kernel, lay)[0]))
 
 
 def _by_channel_last_pass(w: Writer, kernel: Kernel, lay: Layout, body: BodyEmitter, full: list,
@@ -645,7 +650,7 @@ def row_blocks(kernel: Kernel) -> tuple[int, int]:
     lay = Layout(kernel)
     varies, _, _ = _analyse(kernel, lay)
     rows = [o for o in kernel.operands if not o.scalar and set(o.dims) & set(lay.red_dims)]
-    full = any(varies.get(o.src) for o in kernel.outputs)
+    full = bool(full_size_outputs(kernel, varies))
     one_pass = ONE_PASS_FULL if full and len(rows) == 1 and not lay.groups else cfg["BLOCK"]
     chunk = chunk_of(cfg, lay.online)
     return max(one_pass, chunk), chunk
@@ -734,7 +739,7 @@ def splittable(kernel: Kernel) -> bool:
     varies, after, _ = _analyse(kernel, lay, pair=False)
     reds = [op for op in kernel.body if op.op in REDUCTIONS]
     return bool(reds) and all(after[op.out] == 1 for op in reds) and \
-        not any(varies[o.src] for o in kernel.outputs)
+        not full_size_outputs(kernel, varies)
 
 
 def _reduced_address(lay: Layout, dims: list[int], what: str) -> str:
