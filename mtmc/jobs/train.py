@@ -16,10 +16,10 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from mtmc.bench import select_tasks, visible_gpus
+from mtmc.lm_policy import CheckpointError, load_policy
 from mtmc.tasks import TaskError, load_suite
 from mtmc.train.curves import write_curves
 from mtmc.train.data import DataError, RecordedRun, load_runs, plan_states, sft_examples
-from planners.lm import CheckpointError, load_policy
 
 log = logging.getLogger(__name__)
 

@@ -7,5 +7,5 @@
     curves.py    train_log.csv and train_curves.png
     evaluate.py  the trained planner vs random and heuristic on eval-split tasks: eval.csv / eval.md
 
-The prompt is planners/lm.py's `render_prompt`, the one the planner sees at inference.
+The prompt is mtmc/lm_policy.py's `render_prompt`, the one the planner sees at inference.
 """

@@ -30,11 +30,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mtmc.lm_policy import completion_text, render_prompt
 from mtmc.protocols import StepRecord
 from mtmc.report import RESULT, TRAJECTORY
 from mtmc.tasks import Task, TaskSummary, load_suite, summarize
 from mtmc.verify.verdict import Verdict
-from planners.lm import completion_text, render_prompt
 
 log = logging.getLogger(__name__)
 

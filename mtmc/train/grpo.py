@@ -12,7 +12,7 @@ not seen; multi-step episodes through the optimize graph are the next slice.
 How the policy picks (`rollout=`):
 
 - `legal` (default): as LMPlanner acts at inference. `LegalRollout`, TRL's `rollout_func`, scores
-  every legal strategy of the state as a completion of its prompt (planners/lm.py
+  every legal strategy of the state as a completion of its prompt (mtmc/lm_policy.py
   `score_completions`) and samples one from softmax(scores / temperature). An untrained model
   thus still tries real steps and the group's rewards differ: a learning signal from the first
   step. The loss is TRL's, on the sampled tokens' log-probabilities under the whole vocabulary: it
@@ -40,13 +40,13 @@ import torch
 from datasets import Dataset
 from trl import GRPOConfig, GRPOTrainer
 
+from mtmc.lm_policy import completion_text, sample_index, score_completions
 from mtmc.program import Program
 from mtmc.protocols import Coder, CoderError, Verifier
 from mtmc.reward import RewardConfig, step_reward
 from mtmc.strategies import Strategy, StrategyError
 from mtmc.tasks import Task
 from mtmc.verify.verdict import Status, Verdict
-from planners.lm import completion_text, sample_index, score_completions
 
 log = logging.getLogger(__name__)
 

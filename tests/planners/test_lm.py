@@ -12,6 +12,13 @@ from __future__ import annotations
 import pytest
 import torch
 
+from mtmc.lm_policy import (
+    CheckpointError,
+    completion_text,
+    render_prompt,
+    state_prompt,
+    tokenize_completions,
+)
 from mtmc.program import Program
 from mtmc.protocols import PlanState, StepRecord
 from mtmc.strategies import STOP, Strategy
@@ -19,14 +26,7 @@ from mtmc.tasks import Task, TaskSummary
 from mtmc.tasks.summary import TensorInfo
 from mtmc.train.tiny import build_tiny
 from mtmc.verify.verdict import Status, Verdict
-from planners.lm import (
-    CheckpointError,
-    LMPlanner,
-    completion_text,
-    render_prompt,
-    state_prompt,
-    tokenize_completions,
-)
+from planners.lm import LMPlanner
 
 SUMMARY = TaskSummary("sm", {"_softmax": 1}, [TensorInfo([4096, 4096], "float32")],
                       [TensorInfo([4096, 4096], "float32")], 0, 5 * 4096 * 4096, 0, 2 * 4096 * 4096 * 4)

@@ -12,10 +12,10 @@ import pytest
 from rich.console import Console
 
 from coders.scripted import ScriptedCoder
+from mtmc.lm_policy import state_prompt
 from mtmc.optimize import run_optimize
 from mtmc.tasks.task import task_from_file
 from mtmc.train.data import DataError, load_runs, plan_states, sft_examples
-from planners.lm import state_prompt
 from planners.scripted import ScriptedPlanner
 from tests.graph.fakes import TASK_SOURCE, TaggedVerifier
 from tests.train.runs import write_run

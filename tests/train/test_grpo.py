@@ -14,6 +14,7 @@ from trl import GRPOConfig, SFTConfig
 
 from coders.scripted import ScriptedCoder
 from coders.template import TemplateCoder
+from mtmc.lm_policy import completion_text
 from mtmc.reward import RewardConfig
 from mtmc.tasks import load_task
 from mtmc.train.data import load_runs, plan_states
@@ -22,7 +23,6 @@ from mtmc.train.sft import train_sft
 from mtmc.train.tiny import build_tiny
 from mtmc.verify import InterpreterVerifier
 from mtmc.verify.verdict import Status, Verdict
-from planners.lm import completion_text
 from tests.graph.fakes import TaggedVerifier, tiny_task
 from tests.train.runs import write_run
 

@@ -19,6 +19,7 @@ from trl import GRPOConfig
 
 from coders.scripted import ScriptedCoder
 from coders.template import TemplateCoder
+from mtmc.lm_policy import state_prompt, tokenize_completions
 from mtmc.program import Program
 from mtmc.protocols import PlanState
 from mtmc.reward import RewardConfig
@@ -28,7 +29,7 @@ from mtmc.train.data import load_runs, plan_states
 from mtmc.train.grpo import LegalRollout, StepReward, legal_steps, replay, train_grpo
 from mtmc.train.tiny import build_tiny
 from mtmc.verify.verdict import Status, Verdict
-from planners.lm import LMPlanner, state_prompt, tokenize_completions
+from planners.lm import LMPlanner
 from tests.graph.fakes import TaggedVerifier, tiny_task
 from tests.train.runs import write_run
 

@@ -9,6 +9,7 @@ import pytest
 import torch
 from trl import SFTConfig
 
+from mtmc.lm_policy import render_prompt
 from mtmc.program import Program
 from mtmc.protocols import PlanState, StepRecord
 from mtmc.strategies import Strategy
@@ -16,7 +17,7 @@ from mtmc.tasks import load_task, summarize
 from mtmc.train.data import load_runs, sft_examples
 from mtmc.train.sft import train_sft, underfit_warning
 from mtmc.train.tiny import build_tiny
-from planners.lm import LMPlanner, render_prompt
+from planners.lm import LMPlanner
 from tests.train.runs import write_run
 
 MENU = ["vectorize", "tile BLOCK=2048", "num_warps 8", "autotune", "stop"]
