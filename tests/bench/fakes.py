@@ -1,6 +1,6 @@
 """Fakes for the bench tests: tiny in-memory tasks, and a verifier that "times" scripted programs.
 
-The scripted coder (coders/scripted.py) tags each program with the outcome its script chose
+The scripted coder (tests/scripted_coder.py) tags each program with the outcome its script chose
 (`ok@0.5` = correct, 0.5 ms); `FakeTimedVerifier` turns the tag into a verdict with per-task eager
 and torch.compile times, so the bench's metrics run on known numbers through the real loop. Its
 device names the worker's CUDA_VISIBLE_DEVICES, so a test can see which GPU worker ran a task.
@@ -12,10 +12,10 @@ import os
 import time
 from pathlib import Path
 
-from coders.scripted import applied_steps, last_outcome
 from mtmc.program import Program
 from mtmc.tasks import Task
 from mtmc.verify.verdict import Status, Verdict
+from tests.scripted_coder import applied_steps, last_outcome
 
 TASK_SOURCE = '''
 import torch
@@ -42,8 +42,9 @@ OPTIMIZE = {"max_steps": 4, "max_retries": 0, "time_limit_s": 600.0,
 def scripted_roles(tile: str = "ok@0.5", **verifier) -> dict:
     """`_target_` configs of the scripted planner and coder and the fake verifier (kwargs go to it)."""
     return {
-        "planner": {"_target_": "planners.scripted.ScriptedPlanner", "steps": ["port", "tile BLOCK=1024"]},
-        "coder": {"_target_": "coders.scripted.ScriptedCoder",
+        "planner": {"_target_": "tests.scripted_planner.ScriptedPlanner",
+                    "steps": ["port", "tile BLOCK=1024"]},
+        "coder": {"_target_": "tests.scripted_coder.ScriptedCoder",
                   "script": {"port": ["ok@1.0"], "tile BLOCK=1024": [tile]}},
         "verifier": {"_target_": "tests.bench.fakes.FakeTimedVerifier", "eager_ms": EAGER,
                      "compiled_ms": COMPILED, **verifier},

@@ -19,8 +19,8 @@ from coders.llm import build_messages
 from mtmc.graph import Context, build_graph, initial_state, run_config
 from mtmc.strategies import PORT
 from mtmc.verify import InterpreterVerifier
-from planners.scripted import ScriptedPlanner
 from tests.graph.fakes import tiny_task
+from tests.scripted_planner import ScriptedPlanner
 
 SPECIAL = ["<pad>", "<eos>", "<unk>", "<|system|>", "<|user|>", "<|assistant|>"]
 # words the junk can be made of: enough code-like tokens that a fence or a class line may appear

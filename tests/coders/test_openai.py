@@ -22,9 +22,9 @@ from mtmc.optimize import run_optimize
 from mtmc.protocols import CoderError
 from mtmc.strategies import PORT
 from mtmc.verify import InterpreterVerifier
-from planners.scripted import ScriptedPlanner
 from tests.coders.chat_server import ScriptedChatServer, reply, words
 from tests.graph.fakes import TASK_SOURCE, tiny_task
+from tests.scripted_planner import ScriptedPlanner
 
 # A correct Triton port of tests/graph/fakes.py's task (relu(x) * 2); WRONG scales by 3 instead.
 GOOD = '''import torch

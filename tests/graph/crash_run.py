@@ -20,10 +20,10 @@ from pathlib import Path
 if __name__ == "__main__":  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from coders.scripted import ScriptedCoder  # noqa: E402
 from mtmc.optimize import OptimizeResult, run_optimize  # noqa: E402
-from planners.scripted import ScriptedPlanner  # noqa: E402
 from tests.graph.fakes import TaggedVerifier, tiny_task  # noqa: E402
+from tests.scripted_coder import ScriptedCoder  # noqa: E402
+from tests.scripted_planner import ScriptedPlanner  # noqa: E402
 
 STEPS = ["port", "fuse epilogue", "tile BLOCK=1024", "vectorize", "num_warps 8", "autotune"]
 SCRIPT = {"port": ["ok@2.0"], "fuse epilogue": ["incorrect"], "tile BLOCK=1024": ["ok@3.0"],

@@ -1,14 +1,14 @@
 """Scripted fakes for graph tests: a tiny task and a verifier that reads the outcome the scripted
-coder (coders/scripted.py) wrote into the program, so verdicts follow the test's script exactly."""
+coder (tests/scripted_coder.py) wrote into the program, so verdicts follow the test's script exactly."""
 
 from __future__ import annotations
 
 import time
 
-from coders.scripted import last_outcome
 from mtmc.program import Program
 from mtmc.tasks import Task
 from mtmc.verify.verdict import Status, Verdict
+from tests.scripted_coder import last_outcome
 
 TASK_SOURCE = '''
 import torch

@@ -12,12 +12,12 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.errors import GraphRecursionError
 
-from coders.scripted import ScriptedCoder, applied_steps
 from mtmc.graph import Context, build_graph, initial_state, nodes, recursion_limit, run_config
 from mtmc.graph.build import RECURSION_SLACK
 from mtmc.reward import RewardConfig
-from planners.scripted import ScriptedPlanner
 from tests.graph.fakes import TaggedVerifier, tiny_task
+from tests.scripted_coder import ScriptedCoder, applied_steps
+from tests.scripted_planner import ScriptedPlanner
 
 
 def run(steps, script=None, *, verifier=None, coder=None, max_steps=8, max_retries=1,

@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from coders.scripted import ScriptedCoder
 from mtmc.optimize import CHECKPOINTS, THREAD_ID, run_optimize
-from planners.scripted import ScriptedPlanner
 from tests.graph import crash_run
 from tests.graph.fakes import TaggedVerifier, tiny_task
+from tests.scripted_coder import ScriptedCoder
+from tests.scripted_planner import ScriptedPlanner
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -15,7 +15,7 @@ from mtmc.tasks.summary import TensorInfo
 from mtmc.verify.verdict import Status, Verdict
 from planners.heuristic import HeuristicPlanner, closest, stalled
 from planners.random import RandomPlanner
-from planners.scripted import ScriptedPlanner
+from tests.scripted_planner import ScriptedPlanner
 
 TASK = Task(name="t", source="")
 PROGRAM = Program("class ModelNew: ...")

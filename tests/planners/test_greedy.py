@@ -12,7 +12,6 @@ import random
 import pytest
 from rich.console import Console
 
-from coders.scripted import ScriptedCoder
 from mtmc.optimize import run_optimize
 from mtmc.program import Program
 from mtmc.protocols import PlanState, StepRecord
@@ -21,6 +20,7 @@ from mtmc.tasks import Task, TaskSummary
 from mtmc.tasks.summary import TensorInfo
 from planners.greedy import GreedyPlanner
 from tests.graph.fakes import TaggedVerifier, tiny_task
+from tests.scripted_coder import ScriptedCoder
 
 TASK = Task(name="t", source="")
 SUMMARY = TaskSummary("sm", {"softmax": 1}, [TensorInfo([4096, 4096], "float32")],

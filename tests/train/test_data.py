@@ -11,13 +11,13 @@ import json
 import pytest
 from rich.console import Console
 
-from coders.scripted import ScriptedCoder
 from mtmc.lm_policy import state_prompt
 from mtmc.optimize import run_optimize
 from mtmc.tasks.task import task_from_file
 from mtmc.train.data import DataError, load_runs, plan_states, sft_examples
-from planners.scripted import ScriptedPlanner
 from tests.graph.fakes import TASK_SOURCE, TaggedVerifier
+from tests.scripted_coder import ScriptedCoder
+from tests.scripted_planner import ScriptedPlanner
 from tests.train.runs import write_run
 
 RUN = [("port", ["ok"]), ("vectorize", ["incorrect", "ok"]), ("autotune", ["compile_error"])]

@@ -12,7 +12,6 @@ import pytest
 import torch
 from trl import GRPOConfig, SFTConfig
 
-from coders.scripted import ScriptedCoder
 from coders.template import TemplateCoder
 from mtmc.lm_policy import completion_text
 from mtmc.reward import RewardConfig
@@ -24,6 +23,7 @@ from mtmc.train.tiny import build_tiny
 from mtmc.verify import InterpreterVerifier
 from mtmc.verify.verdict import Status, Verdict
 from tests.graph.fakes import TaggedVerifier, tiny_task
+from tests.scripted_coder import ScriptedCoder
 from tests.train.runs import write_run
 
 TIMED_PORT = json.dumps(Verdict(Status.OK, candidate_ms=1.0, eager_ms=1.0).to_dict())

@@ -17,7 +17,6 @@ import pytest
 import torch
 from trl import GRPOConfig
 
-from coders.scripted import ScriptedCoder
 from coders.template import TemplateCoder
 from mtmc.lm_policy import state_prompt, tokenize_completions
 from mtmc.program import Program
@@ -31,6 +30,7 @@ from mtmc.train.tiny import build_tiny
 from mtmc.verify.verdict import Status, Verdict
 from planners.lm import LMPlanner
 from tests.graph.fakes import TaggedVerifier, tiny_task
+from tests.scripted_coder import ScriptedCoder
 from tests.train.runs import write_run
 
 GROUP = 8  # num_generations: TRL hands the rollout each prompt this many times

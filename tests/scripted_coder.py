@@ -22,7 +22,7 @@ from mtmc.strategies import PORT, STOP, Strategy
 from mtmc.tasks import Task
 from mtmc.verify.verdict import Verdict
 
-BASE_SOURCE = '''"""A scripted program (coders/scripted.py): each applied step left a `# step:` line below."""
+BASE_SOURCE = '''"""A scripted program (tests/scripted_coder.py): each applied step left a `# step:` line."""
 import torch
 
 
