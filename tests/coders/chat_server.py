@@ -29,7 +29,7 @@ def words(text: str) -> int:
 class ScriptedChatServer:
     def __init__(self, script: list[dict[str, Any]]) -> None:
         self.script = list(script)
-        self.requests: list[dict[str, Any]] = []  # {"body": ..., "headers": ...} per request, in order
+        self.requests: list[dict[str, Any]] = []  # {"body", "headers" (lower-case names)} per request
         self.in_flight = 0
         self.max_in_flight = 0
         self._lock = threading.Lock()
@@ -89,7 +89,7 @@ def _handler(server: ScriptedChatServer) -> type[BaseHTTPRequestHandler]:
             if self.path != "/v1/chat/completions":
                 return self._send(404, {"error": {"message": f"no route {self.path}"}}, {})
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            self._send(*server.answer(body, dict(self.headers)))
+            self._send(*server.answer(body, {k.lower(): v for k, v in self.headers.items()}))
 
         def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str]) -> None:
             data = json.dumps(payload).encode()

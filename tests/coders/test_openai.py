@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
@@ -83,7 +84,7 @@ def test_a_good_reply_is_the_program_with_its_token_counts(monkeypatch):
     assert program.source == GOOD
     (request,) = server.requests
     body = request["body"]
-    assert request["headers"]["Authorization"] == "Bearer sk-test"
+    assert request["headers"]["authorization"] == "Bearer sk-test"
     assert body["model"] == "scripted" and body["temperature"] == 0.1 and body["max_tokens"] == 2048
     assert body["seed"] == 7 and [m["role"] for m in body["messages"]] == ["system", "user"]
     assert TASK_SOURCE.strip() in body["messages"][1]["content"]
@@ -93,11 +94,12 @@ def test_a_good_reply_is_the_program_with_its_token_counts(monkeypatch):
     assert usage["latency_s"] >= 0
 
 
-def test_no_api_key_in_the_environment_sends_no_authorization(monkeypatch):
+def test_no_api_key_in_the_environment_sends_the_placeholder_key(monkeypatch):
+    # the openai client refuses to run without a key; local servers ignore it (vLLM's docs send EMPTY)
     monkeypatch.delenv("MTMC_TEST_KEY", raising=False)
     with ScriptedChatServer([reply(fenced(GOOD))]) as server:
         port(server, api_key_env="MTMC_TEST_KEY")
-    assert "Authorization" not in server.requests[0]["headers"]
+    assert server.requests[0]["headers"]["authorization"] == "Bearer EMPTY"
 
 
 def test_prose_around_the_code_is_dropped():
@@ -147,6 +149,21 @@ def test_client_errors_are_not_retried_and_say_what_to_check(monkeypatch):
         with pytest.raises(ChatError, match=r"HTTP 401.*invalid api key.*\$MTMC_TEST_KEY"):
             port(server, api_key_env="MTMC_TEST_KEY")
     assert len(server.requests) == 1
+
+
+def test_an_unknown_model_fails_at_once_and_says_what_to_check():
+    with ScriptedChatServer([{"status": 404, "error": "model not found"}, reply(fenced(GOOD))]) as server:
+        with pytest.raises(ChatError, match=r"HTTP 404.*model not found.*coder.model"):
+            port(server)
+    assert len(server.requests) == 1
+
+
+def test_a_malformed_url_fails_at_once_without_retries():
+    chat = OpenAIChat("htp://127.0.0.1:1/v1", "scripted", max_retries=3, backoff_s=10.0)
+    start = time.monotonic()
+    with pytest.raises(ChatError, match="cannot connect.*coder.base_url"):
+        chat.complete([{"role": "user", "content": "hi"}])
+    assert time.monotonic() - start < 5  # no back-off was slept
 
 
 def test_a_dead_server_is_a_chat_error_not_a_verdict():
