@@ -1,6 +1,8 @@
 """Measure the GPU's two ceilings (copy bandwidth, matmul rate per dtype) for roofline figures.
 
-    python benchmarks/calibrate.py --out calibration.json
+    python benchmarks/calibrate.py --out mtmc/bench/calibrations/<date>-<gpu>-calibration.json
+
+Files in mtmc/bench/calibrations ship with the package: `mtmc bench calibration=auto` reads them.
 
 Bandwidth counts bytes read plus bytes written of a large device-to-device copy; matmul rates use
 random (never zero) operands. Each figure is the median of CUDA-event timings after warm-up.

@@ -2,7 +2,7 @@
 
     run.py       iterate the suite (one task per GPU at a time), resumable task by task
     metrics.py   one row per task, aggregates (fast_p, geomean, correctness rate)
-    roofline.py  the floor against the GPU's measured peaks (benchmarks/results/*calibration.json)
+    roofline.py  the floor against the GPU's measured peaks (mtmc/bench/calibrations/*calibration.json)
     report.py    results.csv / results.json / results.md, speedup.png, fast_p.png
     compare.py   benchmark folders side by side
 """

@@ -111,7 +111,7 @@ def notes(rows: Sequence[Row], agg: dict[str, Any]) -> list[str]:
         out.append("No timings: every task was judged by the Triton interpreter on the CPU (correctness "
                    "only), so speedups, fast_p and % of roofline are n/a.")
     elif any(r["correct"] and r["candidate_ms"] is not None and r["roofline_pct"] is None for r in rows):
-        out.append("% of roofline is n/a where no measured calibration (benchmarks/results/"
+        out.append("% of roofline is n/a where no measured calibration (mtmc/bench/calibrations/"
                    "*calibration.json, or `calibration=<file>`) matches the GPU.")
     failed = [r for r in rows if r["status"] in ("error", "missing")]
     for r in failed:

@@ -1,6 +1,6 @@
 """% of roofline for a benchmark row: the task's floor over the GPU's *measured* peaks.
 
-    calibrations = load_calibrations("auto")        # benchmarks/results/*calibration.json
+    calibrations = load_calibrations("auto")        # mtmc/bench/calibrations/*calibration.json
     floor = floor_ms(summarize(task), task, pick(calibrations, "NVIDIA H100 80GB HBM3"))
 
 The floor is the one BENCHMARKS.md reports (benchmarks/baselines.py calls this function): max(compulsory
@@ -20,16 +20,17 @@ import json
 from pathlib import Path
 from typing import Any
 
-import mtmc
 from mtmc.tasks import Task, TaskSummary
 
-CALIBRATION_DIR = Path(mtmc.__file__).resolve().parents[1] / "benchmarks" / "results"
+# package data, so an installed wheel finds them; `benchmarks/calibrate.py` writes a new one
+CALIBRATION_DIR = Path(__file__).resolve().parent / "calibrations"
 
 Calibration = dict[str, Any]
 
 
 def load_calibrations(spec: str | None) -> list[Calibration]:
-    """`auto`: every calibration in benchmarks/results, newest first; a path: that file; None: none."""
+    """`auto`: every calibration shipped in mtmc/bench/calibrations, newest first; a path: that file;
+    None: none."""
     if spec is None:
         return []
     if spec == "auto":
