@@ -26,8 +26,9 @@ from coders.template.ir import Kernel, Output, ProgramIR
 
 # Port defaults; the planner tunes from here. BLOCK_N and BLOCK_K shrink to the traced channel counts
 # per group (tl.dot needs at least 16).
+# phases: the stride-phase form, which skips the taps a stride leaves dead (emit/conv_transpose.py)
 CONV_TRANSPOSE_CONFIG = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4, "num_stages": 2,
-                         "precision": "ieee"}
+                         "precision": "ieee", "phases": True}
 CONV_TRANSPOSE_CONFIG_16 = {**CONV_TRANSPOSE_CONFIG, "BLOCK_M": 128, "BLOCK_K": 64, "num_warps": 8}
 MODULES = {nn.ConvTranspose1d: 1, nn.ConvTranspose2d: 2, nn.ConvTranspose3d: 3}
 OPS = {"conv_transpose1d": 1, "conv_transpose2d": 2, "conv_transpose3d": 3}

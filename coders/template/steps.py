@@ -216,8 +216,7 @@ def _knobs(ir: ProgramIR, task: Task, kernel: Kernel) -> list[Strategy]:
 
 
 def _conv_transpose_tiles(cfg: dict[str, Any]) -> list[Strategy]:
-    """Neighbours of the current tile, each block halved or doubled; BLOCK_N and BLOCK_K are capped at
-    the port's (the traced channels per group: larger blocks would only be masked)."""
+    """Neighbours of the current tile (each block halved or doubled) and a few common presets."""
     bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
     tiles = [(bm * 2, bn, bk), (bm // 2, bn, bk), (bm, bn * 2, bk), (bm, bn // 2, bk), (bm, bn, bk * 2),
              (bm, bn, bk // 2), (128, 64, 32), (64, 64, 32), (128, 128, 32)]

@@ -9,12 +9,13 @@ i = (o + padding - t * dilation) / stride where that is whole and inside the inp
 element is written once by one program (no atomics, no zero-fill pass), so the fused epilogue runs on
 the finished fp32 tile, as in emit/matmul.py.
 
-One program computes BLOCK_M output pixels (batch and spatial dims flattened, spatial fastest, so
-stores are contiguous along M) x BLOCK_N output channels of one group (grid axis 2). The K loop is
+One program computes BLOCK_M output pixels x BLOCK_N output channels of one group. The K loop is
 two loops: taps outside (the input position and its mask are computed once per tap for the tile's
-rows), input channels of the group inside in BLOCK_K chunks, one tl.dot each. Under stride > 1 a
-tap is dead for most rows (only 1 / stride^D of the (pixel, tap) pairs are whole): those rows are
-masked, not skipped, which costs FLOPs but keeps one simple kernel for every geometry.
+rows), input channels of the group inside in BLOCK_K chunks, one tl.dot each. Under stride > 1 only
+about 1 / stride^D of the (pixel, tap) pairs are whole: the default stride-phase form (`phases`) gives each
+program the pixels of one phase o = r + stride * q, for which a tap is live or dead as a whole, and
+skips the dead taps; the plain form (config phases=False: pixels in order, spatial fastest, so
+stores are contiguous along M) masks them row by row.
 
 Every size (batch, channels, spatial sizes, kernel sizes) and the geometry (stride, padding,
 output_padding, dilation, groups) are read at run time, so one program runs at every task size.
@@ -78,6 +79,16 @@ def _split(w: Writer, flat: str, sizes: list[str], names: list[str], rest: str) 
     w(f"{names[0]} = {rest}")
 
 
+def phases(kernel: Kernel) -> bool:
+    """The stride-phase form (the default): outputs o = r + stride * q of one phase r share their live
+    taps, those with (r + padding - t * dilation) divisible by the stride, so a program runs over one
+    phase's pixels and skips the dead taps with a scalar test, where the plain gather form masks them
+    row by row: stride 2 in 2-D does 1/4 of the plain form's dot work (1/8 in 3-D). Its rows read
+    consecutive input pixels; its stores are strided by the stride. With stride 1 there is one phase
+    and the two forms do the same work. `phases: False` in the config gives the plain form."""
+    return bool(kernel.config.get("phases", True))
+
+
 def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
     check_operands(kernel, epilogue_axes(kernel))
     d = _dims(kernel)
@@ -90,16 +101,14 @@ def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
     w.indent()
     w("pid_m = tl.program_id(0)")
     w("pid_n = tl.program_id(1)")
-    w("pid_g = tl.program_id(2)  # the group: its input channels feed its output channels only")
     w("offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)")
     w("offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)")
     w("offs_k = tl.arange(0, BLOCK_K)")
-    w("m_in = offs_m < M")
     w("n_in = offs_n < cout_g")
-    w("# each row's output pixel: batch, then spatial coordinates")
-    w("batch = offs_m // S_out")
-    w("spatial = offs_m % S_out")
-    _split(w, "spatial", [f"out{j}" for j in range(d)], [f"o{j}" for j in range(d)], "rest")
+    if phases(kernel):
+        _phase_rows(w, d)
+    else:
+        _plain_rows(w, d)
     w("x_rows = (batch.to(tl.int64) * C_in + pid_g * cin_g) * S_in")
     w(f"n_taps = {' * '.join(f'ks{j}' for j in range(d))}")
     w("# weight (C_in, C_out/groups, *kernel): element (ci, co, tap) of this group")
@@ -109,6 +118,49 @@ def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
     w("for tap in range(0, n_taps):")
     w.indent()
     _split(w, "tap", [f"ks{j}" for j in range(d)], [f"t{j}" for j in range(d)], "rest_t")
+    if phases(kernel):
+        _phase_tap(w, kernel, d)
+    else:
+        _plain_tap(w, d)
+        _channel_loop(w, kernel, d)
+    w.dedent()
+    _epilogue(w, kernel)
+    w.dedent()
+    w()
+
+
+def _plain_rows(w: Writer, d: int) -> None:
+    w("pid_g = tl.program_id(2)  # the group: its input channels feed its output channels only")
+    w("m_in = offs_m < M")
+    w("# each row's output pixel: batch, then spatial coordinates")
+    w("batch = offs_m // S_out")
+    w("spatial = offs_m % S_out")
+    _split(w, "spatial", [f"out{j}" for j in range(d)], [f"o{j}" for j in range(d)], "rest")
+
+
+def _phase_rows(w: Writer, d: int) -> None:
+    w("# grid axis 2: the group (its input channels feed its output channels only) and the stride")
+    w("# phase r, the output pixels o = r + stride * q (last spatial dim fastest)")
+    w(f"pid_g = tl.program_id(2) // ({' * '.join(f'st{j}' for j in range(d))})")
+    _split(w, f"tl.program_id(2) % ({' * '.join(f'st{j}' for j in range(d))})",
+           [f"st{j}" for j in range(d)], [f"r{j}" for j in range(d)], "rest_r")
+    for j in range(d):
+        w(f"nq{j} = (out{j} + st{j} - 1) // st{j}")
+    w(f"S_q = {' * '.join(f'nq{j}' for j in range(d))}")
+    w("# each row's output pixel: batch, then its phase coordinates q (M counts the largest phase)")
+    w("batch = offs_m // S_q")
+    _split(w, "offs_m % S_q", [f"nq{j}" for j in range(d)], [f"q{j}" for j in range(d)], "rest")
+    w("m_in = offs_m < M")
+    for j in range(d):
+        w(f"o{j} = r{j} + st{j} * q{j}")
+        w(f"m_in = m_in & (o{j} < out{j})")
+    pixel = "o0"
+    for j in range(1, d):
+        pixel = f"({pixel}) * out{j} + o{j}" if j > 1 else f"{pixel} * out{j} + o{j}"
+    w(f"spatial = {pixel}")
+
+
+def _plain_tap(w: Writer, d: int) -> None:
     w("# the input pixel each row reads through this tap: i = (o + pad - t * dil) / stride, where")
     w("# whole and inside the input (p >= 0 is tested first: no reliance on how // rounds negatives)")
     w("hit = m_in")
@@ -116,6 +168,26 @@ def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
         w(f"p{j} = o{j} + pad{j} - t{j} * dil{j}")
         w(f"i{j} = p{j} // st{j}")
         w(f"hit = hit & (p{j} >= 0) & (i{j} * st{j} == p{j}) & (i{j} < in{j})")
+
+
+def _phase_tap(w: Writer, kernel: Kernel, d: int) -> None:
+    w("# the tap is live for the whole phase when r + pad - t * dil is a multiple of the stride")
+    w("# (a test that holds whichever way % rounds negatives); then i = q + (r + pad - t * dil) / stride")
+    for j in range(d):
+        w(f"e{j} = r{j} + pad{j} - t{j} * dil{j}")
+    w(f"if {' & '.join(f'(e{j} % st{j} == 0)' for j in range(d))}:")
+    w.indent()
+    w("hit = m_in")
+    for j in range(d):
+        w(f"i{j} = q{j} + e{j} // st{j}  # an exact division")
+        w(f"hit = hit & (i{j} >= 0) & (i{j} < in{j})")
+    _channel_loop(w, kernel, d)
+    w.dedent()
+
+
+def _channel_loop(w: Writer, kernel: Kernel, d: int) -> None:
+    """acc += x[rows' input pixels, channel chunk] @ w[channel chunk, this tap, columns]."""
+    x, wt = _input_values(kernel)
     pixel = "i0"
     for j in range(1, d):
         pixel = f"({pixel}) * in{j} + i{j}" if j > 1 else f"{pixel} * in{j} + i{j}"
@@ -124,16 +196,12 @@ def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
     w.indent()
     w("ci = c0 + offs_k")
     w("k_in = ci < cin_g")
-    w(f"a = tl.load({ptr(x)} + a_rows[:, None] + (ci * S_in)[None, :], "
-      "mask=hit[:, None] & k_in[None, :], other=0.0)")
-    w(f"b = tl.load({ptr(wt)} + (ci * w_ci)[:, None] + w_cols[None, :] + tap, "
-      "mask=k_in[:, None] & n_in[None, :], other=0.0)")
+    w(f"a = tl.load({ptr(x)} + a_rows[:, None] + (ci * S_in)[None, :],")
+    w("            mask=hit[:, None] & k_in[None, :], other=0.0)")
+    w(f"b = tl.load({ptr(wt)} + (ci * w_ci)[:, None] + w_cols[None, :] + tap,")
+    w("            mask=k_in[:, None] & n_in[None, :], other=0.0)")
     w(f'acc = tl.dot(a, b, acc, input_precision="{_precision(kernel)}")')
     w.dedent()
-    w.dedent()
-    _epilogue(w, kernel)
-    w.dedent()
-    w()
 
 
 def _epilogue(w: Writer, kernel: Kernel) -> None:
@@ -182,7 +250,13 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
     out = kernel.outputs[0]
     w(f"{out.value} = {output_alloc(f'({x}.shape[0], _cout_g * _groups) + _out', out.dtype, f'{x}.device')}")
     w("_s_out = math.prod(_out)")
-    w(f"_m = {x}.shape[0] * _s_out")
+    if phases(kernel):
+        w("# one program column per (group, stride phase); rows: the largest phase's pixels")
+        w("_phases = math.prod(_stride)")
+        w(f"_m = {x}.shape[0] * math.prod(-(-o // s) for o, s in zip(_out, _stride, strict=True))")
+    else:
+        w("_phases = 1")
+        w(f"_m = {x}.shape[0] * _s_out")
     operands = []
     for o in kernel.operands:
         if o.value not in (x, wt) and o.value not in operands:
@@ -193,10 +267,11 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
             "*_dilation"]
     if cfg.get("autotune"):
         w("grid = lambda meta: (triton.cdiv(_m, meta['BLOCK_M']), triton.cdiv(_cout_g, meta['BLOCK_N']), "
-          "_groups)")
+          "_groups * _phases)")
         kw = []
     else:
-        w(f"grid = (triton.cdiv(_m, {cfg['BLOCK_M']}), triton.cdiv(_cout_g, {cfg['BLOCK_N']}), _groups)")
+        w(f"grid = (triton.cdiv(_m, {cfg['BLOCK_M']}), triton.cdiv(_cout_g, {cfg['BLOCK_N']}), "
+          "_groups * _phases)")
         kw = [f"{k}={cfg[k]}" for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages")]
     for line in wrap_call(f"{name}[grid]", args + kw, "", w.depth):
         w(line)
