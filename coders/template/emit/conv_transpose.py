@@ -111,9 +111,8 @@ def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
         _plain_rows(w, d)
     w("x_rows = (batch.to(tl.int64) * C_in + pid_g * cin_g) * S_in")
     w(f"n_taps = {' * '.join(f'ks{j}' for j in range(d))}")
-    w("# weight (C_in, C_out/groups, *kernel): element (ci, co, tap) of this group")
-    w("w_cols = (pid_g * cin_g * cout_g + offs_n) * n_taps")
-    w("w_ci = cout_g * n_taps")
+    w("# the weight comes as (groups, taps, C_in/groups, C_out/groups): this group's block")
+    w("w_group = pid_g.to(tl.int64) * n_taps * cin_g * cout_g")
     w("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)")
     w("for tap in range(0, n_taps):")
     w.indent()
@@ -172,7 +171,7 @@ def _plain_tap(w: Writer, d: int) -> None:
 
 def _phase_tap(w: Writer, kernel: Kernel, d: int) -> None:
     w("# the tap is live for the whole phase when r + pad - t * dil is a multiple of the stride")
-    w("# (a test that holds whichever way % rounds negatives); then i = q + (r + pad - t * dil) / stride")
+    w("# (true whichever way % rounds negatives); then i = q + (r + pad - t * dil) / stride")
     for j in range(d):
         w(f"e{j} = r{j} + pad{j} - t{j} * dil{j}")
     w(f"if {' & '.join(f'(e{j} % st{j} == 0)' for j in range(d))}:")
@@ -198,7 +197,8 @@ def _channel_loop(w: Writer, kernel: Kernel, d: int) -> None:
     w("k_in = ci < cin_g")
     w(f"a = tl.load({ptr(x)} + a_rows[:, None] + (ci * S_in)[None, :],")
     w("            mask=hit[:, None] & k_in[None, :], other=0.0)")
-    w(f"b = tl.load({ptr(wt)} + (ci * w_ci)[:, None] + w_cols[None, :] + tap,")
+    w("b_rows = w_group + (tap * cin_g + ci) * cout_g")
+    w(f"b = tl.load({ptr(wt)} + b_rows[:, None] + offs_n[None, :],")
     w("            mask=k_in[:, None] & n_in[None, :], other=0.0)")
     w(f'acc = tl.dot(a, b, acc, input_precision="{_precision(kernel)}")')
     w.dedent()
@@ -244,9 +244,14 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
     # launcher locals start with "_": graph values never do, so they cannot shadow an argument
     w(f"_stride, _padding, _output_padding, _dilation, _groups = {geometry}")
     w("# output size: (in - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1")
-    w(f"_out = tuple(({x}.shape[2 + j] - 1) * _stride[j] - 2 * _padding[j] + "
-      f"_dilation[j] * ({wt}.shape[2 + j] - 1) + _output_padding[j] + 1 for j in range({d}))")
+    w(f"_out = tuple(({x}.shape[2 + j] - 1) * _stride[j] - 2 * _padding[j]")
+    w(f"             + _dilation[j] * ({wt}.shape[2 + j] - 1) + _output_padding[j] + 1 for j in range({d}))")
     w(f"_cout_g = {wt}.shape[1]")
+    w("# the weight as (groups, taps, C_in/groups, C_out/groups): a tap's tile of it is then contiguous")
+    w("# along the output channels (read in place, every tile would be a strided gather); one small")
+    w("# copy per call")
+    w(f"_w = {wt}.view(_groups, {wt}.shape[0] // _groups, _cout_g, -1)")
+    w("_w = _w.permute(0, 3, 1, 2).contiguous()")
     out = kernel.outputs[0]
     w(f"{out.value} = {output_alloc(f'({x}.shape[0], _cout_g * _groups) + _out', out.dtype, f'{x}.device')}")
     w("_s_out = math.prod(_out)")
@@ -261,7 +266,7 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
     for o in kernel.operands:
         if o.value not in (x, wt) and o.value not in operands:
             operands.append(o.value)
-    args = [x, wt, *operands, *[o.value for o in kernel.outputs], "_m", f"{x}.shape[1]",
+    args = [x, "_w", *operands, *[o.value for o in kernel.outputs], "_m", f"{x}.shape[1]",
             f"{x}.shape[1] // _groups", "_cout_g", "_cout_g * _groups", f"math.prod({x}.shape[2:])",
             "_s_out", f"*{x}.shape[2:]", "*_out", f"*{wt}.shape[2:]", "*_stride", "*_padding",
             "*_dilation"]
