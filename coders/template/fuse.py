@@ -17,18 +17,11 @@ from coders.template.emit import conv_transpose as conv_transpose_emit
 from coders.template.emit import matmul as matmul_emit
 from coders.template.emit import reduce as reduce_emit
 from coders.template.emit.common import FusionError, check_operands, needed
-from coders.template.ir import (
-    EPILOGUE_HOSTS,
-    Kernel,
-    Op,
-    Operand,
-    Output,
-    ProgramIR,
-    PyStep,
-    step_outs,
-    step_uses,
-)
+from coders.template.ir import Kernel, Op, Operand, Output, ProgramIR, PyStep, step_outs, step_uses
 from coders.template.lower import attention_kernel
+
+# GEMM-like kernel kinds: an fp32 accumulator tile whose epilogue hosts the elementwise ops after it
+EPILOGUE_HOSTS = ("matmul", "conv_transpose")
 
 
 class NotFusable(ValueError):

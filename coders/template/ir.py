@@ -140,8 +140,6 @@ def step_outs(step: Kernel | PyStep) -> list[str]:
 
 
 SPACE_VALUES = ("input", "a", "b", "q", "k", "v", "bias", "weight", "geometry")
-# GEMM-like kernel kinds: an fp32 accumulator tile whose epilogue hosts the elementwise ops after it
-EPILOGUE_HOSTS = ("matmul", "conv_transpose")
 
 
 def step_uses(step: Kernel | PyStep) -> list[str]:

@@ -19,7 +19,7 @@ from typing import Any
 from coders.template import conv_transpose_lower, fuse
 from coders.template.emit import reduce as reduce_emit
 from coders.template.emit.reduce import Layout
-from coders.template.ir import EPILOGUE_HOSTS, SPACE_VALUES, Kernel, ProgramIR
+from coders.template.ir import SPACE_VALUES, Kernel, ProgramIR
 from mtmc.protocols import CoderError
 from mtmc.strategies import Strategy
 from mtmc.tasks import Task
@@ -39,6 +39,7 @@ GROUPS = (1, 4, 8, 16)
 SPLITS = (1, 2, 4, 8)
 SMS = 132  # H100 / H200
 SMEM_BYTES = 227 * 1024  # the most shared memory one program may use on an H100 / H200
+DOT_KINDS = fuse.EPILOGUE_HOSTS + ("attention",)  # kernels built on tl.dot
 
 
 # --------------------------------------------------------------------------------------------------
@@ -238,7 +239,7 @@ def _reduce_splits(ir: ProgramIR, kernel: Kernel) -> list[Strategy]:
 
 def _dot_kernels(ir: ProgramIR) -> list[Kernel]:
     """The kernels whose dots read fp32 operands: what a `precision` step changes."""
-    return [k for k in ir.kernels() if k.kind in EPILOGUE_HOSTS + ("attention",) and _fp32_operands(ir, k)]
+    return [k for k in ir.kernels() if k.kind in DOT_KINDS and _fp32_operands(ir, k)]
 
 
 def _precisions(ir: ProgramIR, task: Task) -> list[Strategy]:
@@ -269,10 +270,10 @@ def smem_bytes(ir: ProgramIR, kernel: Kernel) -> int:
     launch (OutOfResources: 4 x 128 x (128 + 128) x 2 B of K and V tiles, plus Q's, is 288 KiB).
     Autotuned kernels are not counted: Triton's autotuner skips configurations that do not fit."""
     cfg = kernel.config
-    if cfg.get("autotune") or kernel.kind not in EPILOGUE_HOSTS + ("attention",):
+    if cfg.get("autotune") or kernel.kind not in DOT_KINDS:
         return 0
     stages = max(1, int(cfg.get("num_stages", 1)))
-    if kernel.kind in EPILOGUE_HOSTS:
+    if kernel.kind in fuse.EPILOGUE_HOSTS:
         a = kernel.space["a"] if kernel.kind == "matmul" else kernel.space["input"]
         itemsize = _ITEMSIZE.get(ir.values[a]["dtype"], 4)
         bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
@@ -331,7 +332,7 @@ def _configure(new: ProgramIR, task: Task, kernel: Kernel, strategy: Strategy) -
             raise CoderError(f"`{strategy}` does not fit the {kernel.kind} kernel {kernel.name}: "
                              f"it takes {' '.join(k + '=..' for k in allowed)}")
         _require(not cfg.get("autotune"), "the kernel is autotuned")
-        if kernel.kind in EPILOGUE_HOSTS:
+        if kernel.kind in fuse.EPILOGUE_HOSTS:
             _require(all(args[k] >= 16 for k in args), "tl.dot needs blocks of at least 16")
         # the row's block becomes the step's, not the form's (where the two differ)
         by_form = kernel.kind == "reduce" and not _is_column(kernel) and \
@@ -344,7 +345,7 @@ def _configure(new: ProgramIR, task: Task, kernel: Kernel, strategy: Strategy) -
         _require(not cfg.get("autotune"), "the kernel is autotuned")
         cfg["num_warps"] = int(value)
     elif kind == "num_stages":
-        _require(kernel.kind in EPILOGUE_HOSTS + ("attention", "reduce") and 1 <= int(value) <= 8,
+        _require(kernel.kind in DOT_KINDS + ("reduce",) and 1 <= int(value) <= 8,
                  "num_stages applies to kernels with a pipelined loop")
         _require(not cfg.get("autotune"), "the kernel is autotuned")
         cfg["num_stages"] = int(value)
@@ -385,7 +386,7 @@ def _configure(new: ProgramIR, task: Task, kernel: Kernel, strategy: Strategy) -
 
 
 def _tile_keys(kernel: Kernel) -> list[str]:
-    if kernel.kind in EPILOGUE_HOSTS:
+    if kernel.kind in fuse.EPILOGUE_HOSTS:
         return ["BLOCK_M", "BLOCK_N", "BLOCK_K"]
     if kernel.kind == "attention" or _is_column(kernel):
         return ["BLOCK_M", "BLOCK_N"]
