@@ -132,6 +132,14 @@ def test_level2_epilogue_fuses_into_the_conv_kernel(tmp_path):
     check_module(task, import_program(generate(task, ir), tmp_path, "tiny"), sizes)
 
 
+def test_a_fused_kernel_stores_its_own_result_when_it_is_read_later(tmp_path):
+    task = task_named("conv_transpose_two_outputs")
+    program = coder.apply(task, coder.apply(task, None, PORT), Strategy.parse("fuse epilogue"))
+    conv = kernels(program)[0]
+    assert conv.kind == "conv_transpose" and len(conv.outputs) == 2
+    check(task, program, tmp_path, "fused")
+
+
 def test_a_sample_of_legal_steps_stays_correct(modules, tmp_path):
     task, program, _, _ = modules["conv_transpose_2d"]
     legal = [str(s) for s in coder.legal_strategies(task, program)]

@@ -257,8 +257,9 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
     w("# copy per call")
     w(f"_w = {wt}.view(_groups, {wt}.shape[0] // _groups, _cout_g, -1)")
     w("_w = _w.permute(0, 3, 1, 2).contiguous()")
-    out = kernel.outputs[0]
-    w(f"{out.value} = {output_alloc(f'({x}.shape[0], _cout_g * _groups) + _out', out.dtype, f'{x}.device')}")
+    for out in kernel.outputs:  # the conv's own result and each fused op's that is read later: all whole
+        shape = f"({x}.shape[0], _cout_g * _groups) + _out"
+        w(f"{out.value} = {output_alloc(shape, out.dtype, f'{x}.device')}")
     w("_s_out = math.prod(_out)")
     if phases(kernel):
         w("# one program column per (group, stride phase); rows: the largest phase's pixels")
