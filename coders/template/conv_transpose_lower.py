@@ -113,8 +113,12 @@ def lower_conv_transpose(graph, ir: ProgramIR, node, body) -> Kernel:
     config = dict(CONV_TRANSPOSE_CONFIG_16 if dtype in ("float16", "bfloat16") else CONV_TRANSPOSE_CONFIG)
     w_shape = graph.node(w.name).shape
     groups = max(1, out_shape[1] // max(1, w_shape[1]))
+    area = config["BLOCK_M"] * config["BLOCK_N"]
     config["BLOCK_N"] = min(config["BLOCK_N"], _pow2_at_least_16(w_shape[1]))
     config["BLOCK_K"] = min(config["BLOCK_K"], _pow2_at_least_16(w_shape[0] // groups))
+    # few output channels per group: more pixels per program keep the tile's area (a guess, not yet
+    # measured; the tile and autotune steps choose from here)
+    config["BLOCK_M"] = min(256, max(config["BLOCK_M"], area // config["BLOCK_N"]))
     return Kernel(name=node.name, kind="conv_transpose", space=space, operands=body.operands,
                   body=body.ops, outputs=[output], config=config)
 
