@@ -176,6 +176,16 @@ def test_flops_match_pytorchs_count_and_drive_the_cost_model():
         assert steps.cost(ir, kernel) >= flops / steps.PEAK_FLOPS["float32"]
 
 
+def test_ops_before_the_conv_are_not_fused_into_it():
+    """The kernel gathers its input pixels: an elementwise op on them stays its own kernel."""
+    source = (TASKS / "conv_transpose_1d.py").read_text().replace("return self.up(x)",
+                                                                 "return self.up(torch.relu(x))")
+    task = Task(name="conv_transpose_after_relu", source=source)
+    program = coder.apply(task, None, PORT)
+    assert [k.kind for k in kernels(program)] == ["pointwise", "conv_transpose"]
+    assert not [s for s in coder.legal_strategies(task, program) if s.kind == "fuse"]
+
+
 def test_output_size_in_forward_is_refused_clearly():
     source = (TASKS / "conv_transpose_1d.py").read_text().replace(
         "return self.up(x)", "return self.up(x, output_size=[x.shape[-1] * 2])")
