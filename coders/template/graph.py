@@ -10,6 +10,7 @@ methods, torch.* functions and nn modules that mean the same op all map to one c
     pw                an elementwise op (canonical names in coders/template/ops.py)
     red               a reduction family op over contiguous dims `red=[d0, d1]` of its first arg
     matmul            linear / mm / bmm / matmul (+ bias)
+    conv_transpose    ConvTranspose1d/2d/3d (+ bias), geometry read at run time (conv_transpose_lower.py)
     attention         scaled dot-product attention
 """
 
@@ -44,7 +45,7 @@ class Ref:
 @dataclass
 class GNode:
     name: str
-    kind: str  # input | param | py | pw | red | matmul | attention
+    kind: str  # input | param | py | pw | red | matmul | attention | conv_transpose
     op: str = ""
     args: list[Any] = field(default_factory=list)
     attrs: dict[str, Any] = field(default_factory=dict)
@@ -543,6 +544,9 @@ _reg("sdpa", ["query", "key", "value", "attn_mask", "dropout_p", "is_causal", "s
 for _conv in ("conv1d", "conv2d", "conv3d"):
     _reg(_conv, _X + ["weight", "bias", "stride", "padding", "dilation", "groups"],
          getattr(F, _conv), getattr(torch, _conv))
+for _conv in ("conv_transpose1d", "conv_transpose2d", "conv_transpose3d"):
+    _reg(_conv, _X + ["weight", "bias", "stride", "padding", "output_padding", "groups", "dilation"],
+         getattr(F, _conv), getattr(torch, _conv))
 _reg("adaptive_avg_pool", _X + ["output_size"], F.adaptive_avg_pool1d, F.adaptive_avg_pool2d,
      F.adaptive_avg_pool3d)
 # views and shape queries: emitted as Python
@@ -875,6 +879,12 @@ def _h_conv(nz: _Normalizer, name: str, op: str, b: dict, result: Any) -> Ref:
     return nz.add(name, "pw", "add", [conv, view], like=result)
 
 
+def _h_conv_transpose(nz: _Normalizer, name: str, op: str, b: dict, result: Any) -> Ref:
+    from coders.template import conv_transpose_lower  # imported late: it builds on this module
+
+    return conv_transpose_lower.trace_function(nz, name, op, b, result)
+
+
 def _h_adaptive_pool(nz: _Normalizer, name: str, op: str, b: dict, result: Any) -> Ref:
     size = b["output_size"]
     sizes = size if isinstance(size, list | tuple) else [size]
@@ -906,6 +916,7 @@ _HANDLERS = {
     **{op: _h_matmul for op in ("linear", "matmul", "addmm", "baddbmm")},
     "sdpa": _h_sdpa,
     **{op: _h_conv for op in ("conv1d", "conv2d", "conv3d")},
+    **{op: _h_conv_transpose for op in ("conv_transpose1d", "conv_transpose2d", "conv_transpose3d")},
     "adaptive_avg_pool": _h_adaptive_pool,
 }
 
@@ -930,6 +941,12 @@ def _m_conv(nz, n, module, path, args, kwargs, result):
          "stride": tuple(module.stride), "padding": tuple(module.padding),
          "dilation": tuple(module.dilation), "groups": module.groups}
     return _h_conv(nz, n.name, op, b, result)
+
+
+def _m_conv_transpose(nz, n, module, path, args, kwargs, result):
+    from coders.template import conv_transpose_lower  # imported late: it builds on this module
+
+    return conv_transpose_lower.trace_module(nz, n, module, path, args, kwargs, result)
 
 
 def _m_norm(nz, n, module, path, args, kwargs, result):
@@ -1025,6 +1042,8 @@ def _m_adaptive(nz, n, module, path, args, kwargs, result):
 _MODULES: dict[type, Any] = {
     nn.Linear: _m_linear,
     nn.Conv1d: _m_conv, nn.Conv2d: _m_conv, nn.Conv3d: _m_conv,
+    nn.ConvTranspose1d: _m_conv_transpose, nn.ConvTranspose2d: _m_conv_transpose,
+    nn.ConvTranspose3d: _m_conv_transpose,
     nn.LayerNorm: _m_norm, nn.RMSNorm: _m_norm, nn.GroupNorm: _m_norm,
     nn.BatchNorm1d: _m_batchnorm, nn.BatchNorm2d: _m_batchnorm, nn.BatchNorm3d: _m_batchnorm,
     nn.ReLU: _m_act("relu"), nn.Sigmoid: _m_act("sigmoid"), nn.Tanh: _m_act("tanh"),

@@ -20,6 +20,8 @@ Kernel kinds and their `space` dict:
                                                           (b is (..., K, N)); the epilogue body
                                                           starts from the accumulator op "acc"
     attention  {"q", "k", "v", "causal", "scale"}         flash attention, no epilogue
+    conv_transpose {"input", "weight", "geometry", "dims"} transposed conv over its output
+                                                          (N, C_out, *spatial); epilogue from "acc"
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ class Output:
 @dataclass
 class Kernel:
     name: str
-    kind: str  # pointwise | reduce | matmul | attention
+    kind: str  # pointwise | reduce | matmul | attention | conv_transpose
     space: dict[str, Any]
     operands: list[Operand]
     body: list[Op]
@@ -137,7 +139,7 @@ def step_outs(step: Kernel | PyStep) -> list[str]:
     return [o.value for o in step.outputs] if isinstance(step, Kernel) else list(step.outs)
 
 
-SPACE_VALUES = ("input", "a", "b", "q", "k", "v", "bias")
+SPACE_VALUES = ("input", "a", "b", "q", "k", "v", "bias", "weight", "geometry")
 
 
 def step_uses(step: Kernel | PyStep) -> list[str]:

@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 
+from coders.template.conv_transpose_lower import lower_conv_transpose
 from coders.template.graph import GNode, Graph, Ref, _Unsupported, render, unsupported
 from coders.template.ir import Kernel, Op, Operand, Output, ProgramIR, PyStep
 
@@ -58,6 +59,8 @@ def lower(graph: Graph) -> ProgramIR:
             ir.steps.append(_matmul(graph, ir, node))
         elif node.kind == "attention":
             ir.steps.append(_attention(graph, ir, node))
+        elif node.kind == "conv_transpose":
+            ir.steps.append(lower_conv_transpose(graph, ir, node, Body(graph, ir, len(node.shape))))
         else:
             raise unsupported(f"node kind {node.kind}")
     ir.patterns = _attention_patterns(graph)

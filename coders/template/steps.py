@@ -16,7 +16,7 @@ import copy
 import math
 from typing import Any
 
-from coders.template import fuse
+from coders.template import conv_transpose_lower, fuse
 from coders.template.emit import reduce as reduce_emit
 from coders.template.emit.reduce import Layout
 from coders.template.ir import SPACE_VALUES, Kernel, ProgramIR
@@ -39,6 +39,7 @@ GROUPS = (1, 4, 8, 16)
 SPLITS = (1, 2, 4, 8)
 SMS = 132  # H100 / H200
 SMEM_BYTES = 227 * 1024  # the most shared memory one program may use on an H100 / H200
+DOT_KINDS = fuse.EPILOGUE_HOSTS + ("attention",)  # kernels built on tl.dot
 
 
 # --------------------------------------------------------------------------------------------------
@@ -77,6 +78,9 @@ def cost(ir: ProgramIR, kernel: Kernel) -> float:
         batch, m, n, k = matmul_mnk(ir, kernel)
         flops = 2 * batch * m * n * k
         dtype = ir.values[kernel.space["a"]]["dtype"]
+    elif kernel.kind == "conv_transpose":
+        flops = conv_transpose_lower.flops(ir, kernel)
+        dtype = kernel.space["dtype"]
     elif kernel.kind == "attention" and kernel.space["v"] is None:
         q, sk = ir.shape(kernel.space["q"]), kernel.space["traced"][-1]
         flops = 2 * 2 * _numel(q) * sk  # the scores are computed twice
@@ -107,6 +111,8 @@ def programs(ir: ProgramIR, kernel: Kernel) -> int:
         return batch * -(-m // cfg["BLOCK_M"]) * -(-n // cfg["BLOCK_N"]) * split
     if kernel.kind == "attention":
         return _numel(shape[:-2]) * -(-shape[-2] // cfg["BLOCK_M"])
+    if kernel.kind == "conv_transpose":
+        return conv_transpose_lower.programs(ir, kernel)
     return -(-_numel(shape) // cfg.get("BLOCK", 1024))
 
 
@@ -122,7 +128,7 @@ def _is_column(kernel: Kernel) -> bool:
 
 
 def _fp32_operands(ir: ProgramIR, kernel: Kernel) -> bool:
-    keys = ("a", "b") if kernel.kind == "matmul" else ("q", "k", "v")
+    keys = {"matmul": ("a", "b"), "conv_transpose": ("input", "weight")}.get(kernel.kind, ("q", "k", "v"))
     return all(ir.values[kernel.space[k]]["dtype"] == "float32" for k in keys if kernel.space[k] is not None)
 
 
@@ -192,6 +198,11 @@ def _knobs(ir: ProgramIR, task: Task, kernel: Kernel) -> list[Strategy]:
             menu.append(make("persistent"))
         if not tuned and not split:
             menu.append(make("autotune"))
+    elif kernel.kind == "conv_transpose":
+        if not tuned:
+            menu += _conv_transpose_tiles(cfg)
+            menu += [make("num_warps", w) for w in (2, 4, 8)]
+            menu += [make("num_stages", s) for s in STAGES]
     elif kernel.kind == "attention":
         if not tuned:
             bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
@@ -203,6 +214,15 @@ def _knobs(ir: ProgramIR, task: Task, kernel: Kernel) -> list[Strategy]:
     if kernel.kind != "matmul" and not tuned:
         menu.append(make("autotune"))
     return menu
+
+
+def _conv_transpose_tiles(cfg: dict[str, Any]) -> list[Strategy]:
+    """Neighbours of the current tile (each block halved or doubled) and a few common presets."""
+    bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
+    tiles = [(bm * 2, bn, bk), (bm // 2, bn, bk), (bm, bn * 2, bk), (bm, bn // 2, bk), (bm, bn, bk * 2),
+             (bm, bn, bk // 2), (128, 64, 32), (64, 64, 32), (128, 128, 32)]
+    return [Strategy.make("tile", BLOCK_M=m, BLOCK_N=n, BLOCK_K=k) for m, n, k in dict.fromkeys(tiles)
+            if 16 <= m <= 256 and 16 <= n <= 256 and 16 <= k <= 128 and m * n <= 128 * 256]
 
 
 def _reduce_splits(ir: ProgramIR, kernel: Kernel) -> list[Strategy]:
@@ -219,7 +239,7 @@ def _reduce_splits(ir: ProgramIR, kernel: Kernel) -> list[Strategy]:
 
 def _dot_kernels(ir: ProgramIR) -> list[Kernel]:
     """The kernels whose dots read fp32 operands: what a `precision` step changes."""
-    return [k for k in ir.kernels() if k.kind in ("matmul", "attention") and _fp32_operands(ir, k)]
+    return [k for k in ir.kernels() if k.kind in DOT_KINDS and _fp32_operands(ir, k)]
 
 
 def _precisions(ir: ProgramIR, task: Task) -> list[Strategy]:
@@ -250,11 +270,12 @@ def smem_bytes(ir: ProgramIR, kernel: Kernel) -> int:
     launch (OutOfResources: 4 x 128 x (128 + 128) x 2 B of K and V tiles, plus Q's, is 288 KiB).
     Autotuned kernels are not counted: Triton's autotuner skips configurations that do not fit."""
     cfg = kernel.config
-    if cfg.get("autotune") or kernel.kind not in ("matmul", "attention"):
+    if cfg.get("autotune") or kernel.kind not in DOT_KINDS:
         return 0
     stages = max(1, int(cfg.get("num_stages", 1)))
-    if kernel.kind == "matmul":
-        itemsize = _ITEMSIZE.get(ir.values[kernel.space["a"]]["dtype"], 4)
+    if kernel.kind in fuse.EPILOGUE_HOSTS:
+        a = kernel.space["a"] if kernel.kind == "matmul" else kernel.space["input"]
+        itemsize = _ITEMSIZE.get(ir.values[a]["dtype"], 4)
         bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
         return stages * (bm * bk + bk * bn) * itemsize
     itemsize = _ITEMSIZE.get(ir.values[kernel.space["q"]]["dtype"], 4)
@@ -311,7 +332,7 @@ def _configure(new: ProgramIR, task: Task, kernel: Kernel, strategy: Strategy) -
             raise CoderError(f"`{strategy}` does not fit the {kernel.kind} kernel {kernel.name}: "
                              f"it takes {' '.join(k + '=..' for k in allowed)}")
         _require(not cfg.get("autotune"), "the kernel is autotuned")
-        if kernel.kind == "matmul":
+        if kernel.kind in fuse.EPILOGUE_HOSTS:
             _require(all(args[k] >= 16 for k in args), "tl.dot needs blocks of at least 16")
         # the row's block becomes the step's, not the form's (where the two differ)
         by_form = kernel.kind == "reduce" and not _is_column(kernel) and \
@@ -324,7 +345,7 @@ def _configure(new: ProgramIR, task: Task, kernel: Kernel, strategy: Strategy) -
         _require(not cfg.get("autotune"), "the kernel is autotuned")
         cfg["num_warps"] = int(value)
     elif kind == "num_stages":
-        _require(kernel.kind in ("matmul", "attention", "reduce") and 1 <= int(value) <= 8,
+        _require(kernel.kind in DOT_KINDS + ("reduce",) and 1 <= int(value) <= 8,
                  "num_stages applies to kernels with a pipelined loop")
         _require(not cfg.get("autotune"), "the kernel is autotuned")
         cfg["num_stages"] = int(value)
@@ -365,7 +386,7 @@ def _configure(new: ProgramIR, task: Task, kernel: Kernel, strategy: Strategy) -
 
 
 def _tile_keys(kernel: Kernel) -> list[str]:
-    if kernel.kind == "matmul":
+    if kernel.kind in fuse.EPILOGUE_HOSTS:
         return ["BLOCK_M", "BLOCK_N", "BLOCK_K"]
     if kernel.kind == "attention" or _is_column(kernel):
         return ["BLOCK_M", "BLOCK_N"]

@@ -19,6 +19,10 @@ RESERVED = {"pid", "pid_m", "pid_n", "pid_b", "offs", "mask", "row", "cols", "st
             "int", "range", "len", "abs", "pow", "input", "G", "CPG", "HW", "block", "BY_CHANNEL",
             "chan", "chunk", "n_chunks"}
 
+# the transposed-conv kernel's sizes and epilogue indices (emit/conv_transpose.py)
+RESERVED |= {"rb", "rc", "rs", "m_mask", "n_mask", "batch", "spatial", "C_in", "C_out", "cin_g", "cout_g",
+             "S_in", "S_out"}
+
 
 class Writer:
     def __init__(self) -> None:

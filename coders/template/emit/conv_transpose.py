@@ -1,0 +1,305 @@
+"""Transposed convolutions (1d/2d/3d) as implicit GEMMs over the output, epilogue fused on the tile.
+
+    out[n, g*Cg_out + co, o] = sum over ci < C_in/groups and taps t of
+                               x[n, g*Cg_in + ci, i] * w[g*Cg_in + ci, co, t]
+    where, per spatial dim, o = i * stride - padding + t * dilation
+
+Gather form: each output pixel reads, through each tap, the input pixel
+i = (o + padding - t * dilation) / stride where that is whole and inside the input. Every output
+element is written once by one program (no atomics, no zero-fill pass), so the fused epilogue runs on
+the finished fp32 tile, as in emit/matmul.py.
+
+One program computes BLOCK_M output pixels x BLOCK_N output channels of one group. The K loop is
+two loops: taps outside (the input position and its mask are computed once per tap for the tile's
+rows), input channels of the group inside in BLOCK_K chunks, one tl.dot each. Under stride > 1 only
+about 1 / stride^D of the (pixel, tap) pairs are whole: the default stride-phase form (`phases`) gives each
+program the pixels of one phase o = r + stride * q, for which a tap is live or dead as a whole, and
+skips the dead taps; the plain form (config phases=False: pixels in order, spatial fastest, so
+stores are contiguous along M) masks them row by row.
+
+Precision: fp32 operands start with "ieee" dots (FMA, as the verifier's reference and eager baseline
+run with TF32 off); the `precision` step switches them to tf32x3 (tensor cores, about fp32
+accuracy) or, where the task allows, tf32. 16-bit operands go to the tensor cores as they are; the
+accumulator is fp32 in every case and the output takes the input's dtype.
+
+Every size (batch, channels, spatial sizes, kernel sizes) and the geometry (stride, padding,
+output_padding, dilation, groups) are read at run time, so one program runs at every task size.
+"""
+
+from __future__ import annotations
+
+from coders.template.emit.common import Axis, BodyEmitter, Writer, address, check_operands, mask_of, ptr, var
+from coders.template.emit.launch import Launcher, autotune_configs, kernel_header, output_alloc, wrap_call
+from coders.template.ir import Kernel
+
+TUNE_KEY = ["M", "cout_g", "cin_g"]
+
+
+def _dims(kernel: Kernel) -> int:
+    return int(kernel.space["dims"])
+
+
+def epilogue_axes(kernel: Kernel) -> list[Axis]:
+    """The output (N, C_out, *spatial) seen by the tile: batch and spatial index the rows, channels
+    the columns; operands broadcast over any of the three (a per-channel [C, 1, 1] bias spans one)."""
+    spatial = list(range(2, 2 + _dims(kernel)))
+    return [Axis([0], "rb", "n_batch", "m_mask"), Axis([1], "rc", "C_out", "n_mask"),
+            Axis(spatial, "rs", "S_out", "m_mask")]
+
+
+def _precision(kernel: Kernel) -> str:
+    return kernel.config.get("precision", "ieee")
+
+
+def _input_values(kernel: Kernel) -> tuple[str, str]:
+    return kernel.space["input"], kernel.space["weight"]
+
+
+def _operand_params(kernel: Kernel) -> list[str]:
+    """Epilogue operands; the input or weight read again (a residual of x) reuses their pointer."""
+    taken = set(_input_values(kernel))
+    out = []
+    for o in kernel.operands:
+        if o.scalar:
+            out.append(var(o.value))
+        elif o.value not in taken:
+            out.append(ptr(o.value))
+            taken.add(o.value)
+    return out
+
+
+def _per_dim(prefixes: tuple[str, ...], dims: int) -> list[str]:
+    return [f"{p}{j}" for p in prefixes for j in range(dims)]
+
+
+def _split(w: Writer, flat: str, sizes: list[str], names: list[str], rest: str) -> None:
+    """names[j] = the j-th coordinate of `flat` over `sizes` (last fastest)."""
+    if len(names) == 1:
+        w(f"{names[0]} = {flat}")
+        return
+    w(f"{rest} = {flat}")
+    for j in range(len(names) - 1, 0, -1):
+        w(f"{names[j]} = {rest} % {sizes[j]}")
+        w(f"{rest} = {rest} // {sizes[j]}")
+    w(f"{names[0]} = {rest}")
+
+
+def phases(kernel: Kernel) -> bool:
+    """The stride-phase form (the default): outputs o = r + stride * q of one phase r share their live
+    taps, those with (r + padding - t * dilation) divisible by the stride, so a program runs over one
+    phase's pixels and skips the dead taps with a scalar test, where the plain gather form masks them
+    row by row: stride 2 in 2-D does 1/4 of the plain form's dot work (1/8 in 3-D). Its rows read
+    consecutive input pixels; its stores are strided by the stride. With stride 1 there is one phase
+    and the two forms do the same work. `phases: False` in the config gives the plain form."""
+    return bool(kernel.config.get("phases", True))
+
+
+def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
+    check_operands(kernel, epilogue_axes(kernel))
+    d = _dims(kernel)
+    x, wt = _input_values(kernel)
+    sizes = ["M", "C_in", "cin_g", "cout_g", "C_out", "S_in", "S_out"]
+    geometry = _per_dim(("in", "out", "ks", "st", "pad", "dil"), d)
+    params = [ptr(x), ptr(wt)] + _operand_params(kernel) + [ptr(o.value) for o in kernel.outputs] + \
+        sizes + geometry
+    kernel_header(w, kernel, name, params, ["BLOCK_M", "BLOCK_N", "BLOCK_K"], key=TUNE_KEY)
+    w.indent()
+    w("pid_m = tl.program_id(0)")
+    w("pid_n = tl.program_id(1)")
+    w("offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)")
+    w("offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)")
+    w("offs_k = tl.arange(0, BLOCK_K)")
+    w("n_in = offs_n < cout_g")
+    if phases(kernel):
+        _phase_rows(w, d)
+    else:
+        _plain_rows(w, d)
+    w("x_rows = (batch.to(tl.int64) * C_in + pid_g * cin_g) * S_in")
+    w(f"n_taps = {' * '.join(f'ks{j}' for j in range(d))}")
+    w("# the weight comes as (groups, taps, C_in/groups, C_out/groups): this group's block")
+    w("w_group = pid_g.to(tl.int64) * n_taps * cin_g * cout_g")
+    w("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)")
+    w("for tap in range(0, n_taps):")
+    w.indent()
+    _split(w, "tap", [f"ks{j}" for j in range(d)], [f"t{j}" for j in range(d)], "rest_t")
+    if phases(kernel):
+        _phase_tap(w, kernel, d)
+    else:
+        _plain_tap(w, d)
+        _channel_loop(w, kernel, d)
+    w.dedent()
+    _epilogue(w, kernel)
+    w.dedent()
+    w()
+
+
+def _plain_rows(w: Writer, d: int) -> None:
+    w("pid_g = tl.program_id(2)  # the group: its input channels feed its output channels only")
+    w("m_in = offs_m < M")
+    w("# each row's output pixel: batch, then spatial coordinates")
+    w("batch = offs_m // S_out")
+    w("spatial = offs_m % S_out")
+    _split(w, "spatial", [f"out{j}" for j in range(d)], [f"o{j}" for j in range(d)], "rest")
+
+
+def _phase_rows(w: Writer, d: int) -> None:
+    w("# grid axis 2: the group (its input channels feed its output channels only) and the stride")
+    w("# phase r, the output pixels o = r + stride * q (last spatial dim fastest)")
+    w(f"pid_g = tl.program_id(2) // ({' * '.join(f'st{j}' for j in range(d))})")
+    _split(w, f"tl.program_id(2) % ({' * '.join(f'st{j}' for j in range(d))})",
+           [f"st{j}" for j in range(d)], [f"r{j}" for j in range(d)], "rest_r")
+    for j in range(d):
+        w(f"nq{j} = (out{j} + st{j} - 1) // st{j}")
+    w(f"S_q = {' * '.join(f'nq{j}' for j in range(d))}")
+    w("# each row's output pixel: batch, then its phase coordinates q (M counts the largest phase)")
+    w("batch = offs_m // S_q")
+    _split(w, "offs_m % S_q", [f"nq{j}" for j in range(d)], [f"q{j}" for j in range(d)], "rest")
+    w("m_in = offs_m < M")
+    for j in range(d):
+        w(f"o{j} = r{j} + st{j} * q{j}")
+        w(f"m_in = m_in & (o{j} < out{j})")
+    pixel = "o0"
+    for j in range(1, d):
+        pixel = f"({pixel}) * out{j} + o{j}" if j > 1 else f"{pixel} * out{j} + o{j}"
+    w(f"spatial = {pixel}")
+
+
+def _plain_tap(w: Writer, d: int) -> None:
+    w("# the input pixel each row reads through this tap: i = (o + pad - t * dil) / stride, where")
+    w("# whole and inside the input (p >= 0 is tested first: no reliance on how // rounds negatives)")
+    w("hit = m_in")
+    for j in range(d):
+        w(f"p{j} = o{j} + pad{j} - t{j} * dil{j}")
+        w(f"i{j} = p{j} // st{j}")
+        w(f"hit = hit & (p{j} >= 0) & (i{j} * st{j} == p{j}) & (i{j} < in{j})")
+
+
+def _phase_tap(w: Writer, kernel: Kernel, d: int) -> None:
+    w("# the tap is live for the whole phase when r + pad - t * dil is a multiple of the stride")
+    w("# (true whichever way % rounds negatives); then i = q + (r + pad - t * dil) / stride")
+    for j in range(d):
+        w(f"e{j} = r{j} + pad{j} - t{j} * dil{j}")
+    w(f"if {' & '.join(f'(e{j} % st{j} == 0)' for j in range(d))}:")
+    w.indent()
+    w("hit = m_in")
+    for j in range(d):
+        w(f"i{j} = q{j} + e{j} // st{j}  # an exact division")
+        w(f"hit = hit & (i{j} >= 0) & (i{j} < in{j})")
+    _channel_loop(w, kernel, d)
+    w.dedent()
+
+
+def _channel_loop(w: Writer, kernel: Kernel, d: int) -> None:
+    """acc += x[rows' input pixels, channel chunk] @ w[channel chunk, this tap, columns]."""
+    x, wt = _input_values(kernel)
+    pixel = "i0"
+    for j in range(1, d):
+        pixel = f"({pixel}) * in{j} + i{j}" if j > 1 else f"{pixel} * in{j} + i{j}"
+    w(f"a_rows = x_rows + {pixel}")
+    w("for c0 in range(0, cin_g, BLOCK_K):")
+    w.indent()
+    w("ci = c0 + offs_k")
+    w("k_in = ci < cin_g")
+    w(f"a = tl.load({ptr(x)} + a_rows[:, None] + (ci * S_in)[None, :],")
+    w("            mask=hit[:, None] & k_in[None, :], other=0.0)")
+    w("b_rows = w_group + (tap * cin_g + ci) * cout_g")
+    w(f"b = tl.load({ptr(wt)} + b_rows[:, None] + offs_n[None, :],")
+    w("            mask=k_in[:, None] & n_in[None, :], other=0.0)")
+    w(f'acc = tl.dot(a, b, acc, input_precision="{_precision(kernel)}")')
+    w.dedent()
+
+
+def _epilogue(w: Writer, kernel: Kernel) -> None:
+    """Apply the fused ops to the accumulator tile and store it (the output is contiguous NC*)."""
+    axes = epilogue_axes(kernel)
+    w("rb = batch.to(tl.int64)[:, None]")
+    w("rc = (pid_g * cout_g + offs_n)[None, :]")
+    w("rs = spatial[:, None]")
+    w("m_mask = m_in[:, None]")
+    w("n_mask = n_in[None, :]")
+
+    def load(op, operand):
+        if operand.scalar:
+            return f"{var(operand.value)} * 1.0" if not operand.integer else var(operand.value)
+        where = address(axes, operand.dims, operand.value)
+        mask = mask_of(axes, operand.dims, operand.value)
+        if where == "0":
+            text = f"tl.load({ptr(operand.value)})"
+        else:
+            text = f"tl.load({ptr(operand.value)} + {where}" + (f", mask={mask}, other=0)" if mask else ")")
+        return text if operand.integer else f"{text}.to(tl.float32)"
+
+    body = BodyEmitter(kernel, load)
+    body.alias = {op.out: "acc" for op in kernel.body if op.op == "acc"}
+    body.emit(w, kernel.body)
+    for out in kernel.outputs:
+        where = address(axes, out.dims, out.value)
+        w(f"tl.store({ptr(out.value)} + {where}, "
+          f"{body.store_value(out.src)}.to({ptr(out.value)}.dtype.element_ty), mask=m_mask & n_mask)")
+
+
+def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> None:
+    cfg = kernel.config
+    d = _dims(kernel)
+    x, wt = _input_values(kernel)
+    geometry = kernel.space["geometry"]
+    launcher.begin(w)
+    w.indent()
+    launcher.contiguous(w, list(dict.fromkeys([x, wt] + [o.value for o in kernel.operands])))
+    # launcher locals start with "_": graph values never do, so they cannot shadow an argument
+    w(f"_stride, _padding, _output_padding, _dilation, _groups = {geometry}")
+    w("# output size: (in - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1")
+    w(f"_out = tuple(({x}.shape[2 + j] - 1) * _stride[j] - 2 * _padding[j]")
+    w(f"             + _dilation[j] * ({wt}.shape[2 + j] - 1) + _output_padding[j] + 1 for j in range({d}))")
+    w(f"_cout_g = {wt}.shape[1]")
+    w("# the weight as (groups, taps, C_in/groups, C_out/groups): a tap's tile of it is then contiguous")
+    w("# along the output channels (read in place, every tile would be a strided gather); one small")
+    w("# copy per call")
+    w(f"_w = {wt}.view(_groups, {wt}.shape[0] // _groups, _cout_g, -1)")
+    w("_w = _w.permute(0, 3, 1, 2).contiguous()")
+    for out in kernel.outputs:  # the conv's own result and each fused op's that is read later: all whole
+        shape = f"({x}.shape[0], _cout_g * _groups) + _out"
+        w(f"{out.value} = {output_alloc(shape, out.dtype, f'{x}.device')}")
+    w("_s_out = math.prod(_out)")
+    if phases(kernel):
+        w("# one program column per (group, stride phase); rows: the largest phase's pixels")
+        w("_phases = math.prod(_stride)")
+        w(f"_m = {x}.shape[0] * math.prod(-(-o // s) for o, s in zip(_out, _stride, strict=True))")
+    else:
+        w("_phases = 1")
+        w(f"_m = {x}.shape[0] * _s_out")
+    operands = []
+    for o in kernel.operands:
+        if o.value not in (x, wt) and o.value not in operands:
+            operands.append(o.value)
+    args = [x, "_w", *operands, *[o.value for o in kernel.outputs], "_m", f"{x}.shape[1]",
+            f"{x}.shape[1] // _groups", "_cout_g", "_cout_g * _groups", f"math.prod({x}.shape[2:])",
+            "_s_out", f"*{x}.shape[2:]", "*_out", f"*{wt}.shape[2:]", "*_stride", "*_padding",
+            "*_dilation"]
+    if cfg.get("autotune"):
+        w("grid = lambda meta: (triton.cdiv(_m, meta['BLOCK_M']), triton.cdiv(_cout_g, meta['BLOCK_N']), "
+          "_groups * _phases)")
+        kw = []
+    else:
+        w(f"grid = (triton.cdiv(_m, {cfg['BLOCK_M']}), triton.cdiv(_cout_g, {cfg['BLOCK_N']}), "
+          "_groups * _phases)")
+        kw = [f"{k}={cfg[k]}" for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages")]
+    for line in wrap_call(f"{name}[grid]", args + kw, "", w.depth):
+        w(line)
+    launcher.finish(w)
+    w.dedent()
+    w()
+
+
+def tuning_space(kernel: Kernel) -> list[dict]:
+    cfg = kernel.config
+    keys = ["BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages"]
+    current = {k: cfg[k] for k in keys}
+    if kernel.space.get("dtype") in ("float16", "bfloat16"):
+        candidates = ((128, 128, 64, 8, 3), (128, 64, 64, 4, 3), (64, 128, 64, 4, 3), (64, 64, 64, 4, 3),
+                      (128, 64, 32, 4, 4), (64, 32, 32, 4, 3))
+    else:
+        candidates = ((128, 64, 32, 4, 3), (64, 64, 32, 4, 3), (128, 128, 32, 8, 3), (64, 32, 32, 4, 2),
+                      (32, 64, 32, 4, 2), (128, 32, 16, 4, 3))
+    menu = [current] + [dict(zip(keys, c, strict=True)) for c in candidates]
+    return autotune_configs(menu, keys)
