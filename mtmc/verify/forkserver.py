@@ -259,6 +259,7 @@ class _Spare:
         done, _ = os.waitpid(self.pid, os.WNOHANG)
         if done:
             os.close(self.job_fd)
+            _kill_strays()  # what it had below it (sandbox waiters): not the next job's leftovers
             return False
         try:
             with os.fdopen(self.job_fd, "wb") as pipe:
@@ -266,6 +267,7 @@ class _Spare:
             return True
         except BrokenPipeError:
             os.waitpid(self.pid, 0)
+            _kill_strays()
             return False
 
     def discard(self) -> None:

@@ -3,8 +3,8 @@
 A candidate's child (forkserver.py) is, before any candidate code runs:
 
     netns     a network namespace of its own: no interface but a loopback that is down
-    pidns     the init (pid 1) of a PID namespace of its own: every process it starts (setsid,
-              double fork, daemon) dies with it, and it sees no other process
+    pidns     pid 2 of a PID namespace of its own, below its init: every process it starts (setsid,
+              double fork, daemon) dies with the init when the job ends; it sees no other process
     readonly  a mount namespace in which every mount is read-only, the pool's folder (other jobs,
               the reference data, the worker logs) is hidden under an empty tmpfs, and only its
               scratch folder (read-write) and its inputs file (read-only) are mounted back
@@ -12,9 +12,10 @@ A candidate's child (forkserver.py) is, before any candidate code runs:
               PR_SET_NO_NEW_PRIVS
 
 How: the spare child unshares the namespaces as soon as it is forked (`enter_namespaces`), then
-forks once more, because a new PID namespace only takes the caller's next child. That child (pid 1)
-mounts its own /proc, initialises CUDA and waits for its job; the process in between only waits and
-passes its exit status or signal on. The job arrives: `hide_world` mounts, and `drop_privileges`
+forks twice, because a new PID namespace only takes the caller's next child: that one is the
+namespace's init, and its child, the job process, is an ordinary process (signals it sends itself
+work). The job process initialises CUDA and waits for its job; the two above it only wait and pass
+its exit status or signal on. The job arrives: `hide_world` mounts, and `drop_privileges`
 points HOME, TMPDIR and the Triton cache into scratch and drops to nobody. Device files stay
 usable: a read-only mount refuses writes to files and folders, not to character devices such as
 /dev/nvidia*.
@@ -48,7 +49,7 @@ CLONE_NEWNET = 0x40000000
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 8, 32, 4096, 16384, 1 << 18
 SYS_MOUNT_SETATTR = 442  # the same number on every architecture (added in Linux 5.12)
 AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY = -100, 0x8000, 0x1
-PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 24, 38
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 4, 24, 38
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -75,10 +76,8 @@ def wanted() -> bool:
 # namespaces: in the spare child, before CUDA and before the job
 # ------------------------------------------------------------------------------------------------
 def enter_namespaces(levels: list[str]) -> None:
-    """Unshare what `levels` need; with "pidns", fork and return only in the namespace's pid 1.
-
-    The process in between stays outside the namespace, waits for pid 1 and ends as it ended (same
-    exit code, same signal), so the worker's wait status means what it meant without namespaces."""
+    """Unshare what `levels` need; with "pidns", return only in the job process (pid 2) of a new
+    PID namespace, below two waiters that pass its end on (see WAITER)."""
     flags = (CLONE_NEWNET if "netns" in levels else 0) | (CLONE_NEWPID if "pidns" in levels else 0)
     flags |= CLONE_NEWNS if {"readonly", "pidns"} & set(levels) else 0
     if not flags:
@@ -88,23 +87,57 @@ def enter_namespaces(levels: list[str]) -> None:
         _mount(None, "/", None, MS_REC | MS_PRIVATE)
     if "pidns" not in levels:
         return
-    pid = os.fork()
-    if pid:
-        _pass_on_exit(pid)  # never returns
+    read_fd, write_fd = os.pipe()  # the namespace's init reports the job's wait status through it
+    init = os.fork()
+    if init:  # outside the namespace, the spare's pid the worker waits for
+        os.close(write_fd)
+        _exec_waiter(init, report_fd=-1, relay_fd=read_fd)
+    os.close(read_fd)
     _check(_libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL), "prctl(PDEATHSIG)")
     _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)  # this namespace's processes only
+    job = os.fork()
+    if job:  # pid 1: when it exits, the kernel kills every process left in the namespace
+        _exec_waiter(job, report_fd=write_fd, relay_fd=-1)
+    os.close(write_fd)
+    _check(_libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL), "prctl(PDEATHSIG)")
+    # A mount namespace of the job's own: its mounts (hide_world) must not pull the Python install
+    # from under the waiters, which may still be starting up.
+    _check(_libc.unshare(CLONE_NEWNS), "unshare(mount)")
 
 
-def _pass_on_exit(pid: int) -> None:
+# The two processes above the job wait for their child and end as it ended, so the worker's wait
+# status means what it meant without namespaces. They exec this small program: a fork of the worker
+# holds GBs of mappings whose teardown at exit (~50 ms each) would otherwise delay every verdict;
+# exec pays it while the spare warms up. The namespace's init cannot die by its own signal (Linux
+# protects pid 1), so it writes the job's wait status into a pipe and the outer waiter re-raises it.
+WAITER = """
+import os, signal, sys
+child, report_fd, relay_fd = (int(a) for a in sys.argv[1:4])
+status = os.waitpid(child, 0)[1]
+if relay_fd >= 0:
+    status = int(os.read(relay_fd, 32) or status)
+if report_fd >= 0:
+    os.write(report_fd, str(status).encode())
+    os._exit(0)
+if os.WIFSIGNALED(status):
+    if os.WTERMSIG(status) not in (signal.SIGKILL, signal.SIGSTOP):  # those two have no handler
+        signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+    os.kill(os.getpid(), os.WTERMSIG(status))
+os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 70)
+"""
+
+
+def _exec_waiter(child: int, report_fd: int, relay_fd: int) -> None:
     try:
-        _, status = os.waitpid(pid, 0)
-    except BaseException:
-        os._exit(70)
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        signal.signal(sig, signal.SIG_DFL)
-        os.kill(os.getpid(), sig)
-    os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 70)
+        for fd in (report_fd, relay_fd):
+            if fd >= 0:
+                os.set_inheritable(fd, True)
+        argv = [sys.executable, "-S", "-c", WAITER, str(child), str(report_fd), str(relay_fd)]
+        os.execv(sys.executable, argv)
+    except BaseException as err:
+        print(f"sandbox: exec of the waiter failed: {err!r}", file=sys.stderr, flush=True)
+    finally:
+        os._exit(70)  # exec failed: the job child dies with us (PR_SET_PDEATHSIG)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -197,6 +230,7 @@ def _become_nobody() -> None:
     os.setresuid(NOBODY, NOBODY, NOBODY)  # clears the permitted and effective capabilities
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
     _check(_libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL), "prctl(PDEATHSIG)")  # a uid change clears it
+    _check(_libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), "prctl(DUMPABLE)")  # else /proc/self is root's
     if os.getuid() != NOBODY or _effective_caps() != 0:
         raise SandboxError(errno.EPERM, "still privileged after dropping to nobody")
 
@@ -209,11 +243,11 @@ def _effective_caps() -> int:
 
 
 def other_processes() -> int:
-    """Live processes in this PID namespace besides its init (the job child): what the candidate
-    left running. Meaningful only as pid 1 of a namespace with its own /proc."""
+    """Live processes in this PID namespace besides its init and the job process: what the candidate
+    left running. Meaningful only in the job process of a namespace with its own /proc."""
     count = 0
     for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or entry.name == "1":
+        if not entry.name.isdigit() or entry.name in ("1", str(os.getpid())):
             continue
         try:
             state = Path(f"/proc/{entry.name}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -231,6 +265,8 @@ def probe_levels() -> tuple[list[str], str]:
     note on those refused (why). Runs in the worker at start-up (~50 ms)."""
     if not wanted():
         return [], f"{DISABLE_ENV}=0"
+    if _try_in_child(list(LEVELS))[0]:  # the usual case: one child
+        return list(LEVELS), ""
     granted, notes = [], []
     for level in LEVELS:
         ok, note = _try_in_child([*granted, level])
@@ -275,8 +311,8 @@ def _holds(levels: list[str], base: Path) -> str:
     (job / "probe.txt").write_text("scratch is writable")
     if "netns" in levels and _can_connect("127.0.0.1"):
         return "127.0.0.1 reachable"
-    if "pidns" in levels and os.getpid() != 1:
-        return f"pid {os.getpid()}, not 1"
+    if "pidns" in levels and (os.getpid() != 2 or len([p for p in os.listdir("/proc") if p.isdigit()]) != 2):
+        return f"pid {os.getpid()}, not 2 under a namespace's init"
     if "readonly" in levels:
         if (base / "secret").exists():
             return "the pool folder is visible"

@@ -151,15 +151,15 @@ class Engine:
         phases["worker"] = round(outcome.wall_s, 4)
         phases.update({f"worker.{k}": v for k, v in ((result or {}).get("phases_s") or {}).items()})
         self._check_integrity()  # the candidate just ran: judge only with the code and data we started with
-        left = outcome.strays + int((result or {}).get("processes_left") or 0)
-        if left:
-            return Verdict(Status.REJECTED, f"the candidate left {left} process(es) running after its job "
-                           "(setsid, double fork or daemon; killed): work outside the measured call or an "
-                           "escape attempt (sandbox)", phases_s=phases)
         failed = self._outcome_verdict(outcome, "candidate")
         if failed is not None:
             failed.phases_s = phases
             return failed
+        left = outcome.strays + int(result.get("processes_left") or 0)
+        if left:
+            return Verdict(Status.REJECTED, f"the candidate left {left} process(es) running after its job "
+                           "(setsid, double fork or daemon; killed): work outside the measured call or an "
+                           "escape attempt (sandbox)", phases_s=phases)
         if result.get("error"):
             where = f"{_label(reference.cases[result['case']])}: " if "case" in result else ""
             return Verdict(Status(result["error"]), where + result["message"],
