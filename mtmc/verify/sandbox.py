@@ -100,9 +100,6 @@ def enter_namespaces(levels: list[str]) -> None:
         _exec_waiter(job, report_fd=write_fd, relay_fd=-1)
     os.close(write_fd)
     _check(_libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL), "prctl(PDEATHSIG)")
-    # A mount namespace of the job's own: its mounts (hide_world) must not pull the Python install
-    # from under the waiters, which may still be starting up.
-    _check(_libc.unshare(CLONE_NEWNS), "unshare(mount)")
 
 
 # The two processes above the job wait for their child and end as it ended, so the worker's wait
@@ -144,10 +141,14 @@ def _exec_waiter(child: int, report_fd: int, relay_fd: int) -> None:
 # confinement: in the job child, after the job arrived, before any candidate code
 # ------------------------------------------------------------------------------------------------
 def hide_world(levels: list[str], scratch: Path, readable: list[str]) -> None:
-    """The read-only world with the pool's folder hidden (level "readonly"). Must run before this
-    namespace has any file open for writing: Linux refuses to make a mount with writers read-only
-    (files opened before the namespace was made count against the host's mounts, not these)."""
+    """The read-only world with the pool's folder hidden (level "readonly"), in a mount namespace of
+    the job's own. Its own, because Linux refuses to make a mount read-only while a file on it is
+    open for writing, and a fresh namespace's mounts have no writers yet (files opened before, by
+    CUDA or Triton, hold the older mounts); and because these mounts must not pull the Python
+    install from under the waiters, which may still be starting up. Nothing may be opened for
+    writing between the two."""
     if "readonly" in levels:
+        _check(_libc.unshare(CLONE_NEWNS), "unshare(mount)")
         _read_only_world(scratch.resolve(), [Path(p).resolve() for p in readable])
 
 

@@ -42,7 +42,7 @@ from mtmc.verify.pool import WorkerPool
 from mtmc.verify.static import StaticReport, check_source
 from mtmc.verify.verdict import Status, Verdict
 
-VERIFIER_VERSION = "1.5"  # bump whenever a change can flip a verdict: cached verdicts expire
+VERIFIER_VERSION = "1.6"  # bump whenever a change can flip a verdict: cached verdicts expire
 INTERPRETER_DEVICE = "cpu (triton interpreter)"
 REFERENCES_KEPT = 8  # tasks whose reference outputs stay in memory (mapped from RAM-backed files)...
 REFERENCE_BYTES_KEPT = 16 * 2**30  # ...as long as they fit in this; the latest is always kept
@@ -105,7 +105,11 @@ class Engine:
         self.base_seed = settings.seed if settings.seed is not None else secrets.randbelow(2**31 - 10_000)
         self.cache = VerdictCache(cache_path) if cache_path else None
         self.seal = Seal()  # the verifier's own source, then each task file and reference inputs used
-        self.seal.add_tree(Path(mtmc.__file__).parent)
+        package = Path(mtmc.__file__).parent
+        for tree in ("verify", "tasks"):  # the harness, and the task loader with the built-in tasks
+            self.seal.add_tree(package / tree)
+        for path in ("__init__.py", "program.py"):
+            self.seal.add_file(package / path)
         self.isolation = pool.isolation
         _warn_isolation(self.isolation, pool.isolation_notes)
         self.device = INTERPRETER_DEVICE if device_type == "cpu" else self._probe_devices()
