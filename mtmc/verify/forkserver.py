@@ -234,11 +234,12 @@ class _Spare:
 
     pid: int
     job_fd: int
+    namespace: sandbox.PidNamespace | None = None  # the PID namespace it is pid 2 of
 
     @classmethod
     def fork(cls, conn: Connection, init_cuda: bool, levels: list[str]) -> _Spare:
         read_fd, write_fd = os.pipe()
-        pid = os.fork()
+        pid, namespace = sandbox.fork_into_pid_namespace() if "pidns" in levels else (os.fork(), None)
         if pid == 0:
             conn.close()  # the child must not be able to talk to the main process
             os.close(write_fd)
@@ -252,14 +253,14 @@ class _Spare:
                 os._exit(0)
             _child_main(job, levels)  # never returns
         os.close(read_fd)
-        return cls(pid, write_fd)
+        return cls(pid, write_fd, namespace)
 
     def send(self, job: dict[str, Any]) -> bool:
         """Hand the job over; False if the spare died while waiting (its exit is reaped)."""
         done, _ = os.waitpid(self.pid, os.WNOHANG)
         if done:
             os.close(self.job_fd)
-            _kill_strays()  # what it had below it (sandbox waiters): not the next job's leftovers
+            self.end_namespace()
             return False
         try:
             with os.fdopen(self.job_fd, "wb") as pipe:
@@ -267,8 +268,13 @@ class _Spare:
             return True
         except BrokenPipeError:
             os.waitpid(self.pid, 0)
-            _kill_strays()
+            self.end_namespace()
             return False
+
+    def end_namespace(self) -> None:
+        """After the spare's end: every process left in its PID namespace is killed."""
+        if self.namespace is not None:
+            self.namespace.end()
 
     def discard(self) -> None:
         try:
@@ -280,11 +286,12 @@ class _Spare:
             os.waitpid(self.pid, 0)
         except ChildProcessError:
             pass
+        self.end_namespace()
 
 
 def _enter_namespaces(levels: list[str]) -> None:
     try:
-        sandbox.enter_namespaces(levels)
+        sandbox.enter_namespaces(levels)  # network and mount; the PID namespace is the worker's doing
     except BaseException:  # a level the worker promised: no job may run without it
         traceback.print_exc()
         sys.stderr.flush()
@@ -319,8 +326,9 @@ def _run_in_child(job: dict[str, Any], conn: Connection, spare: _Spare, levels: 
     conn.send({"child_pid": pid})
     status = _wait(pid, job["timeout_s"])
     _kill_group(pid)  # anything the child left behind in its process group...
+    spare.end_namespace()  # ...or in its PID namespace...
     outcome = _ended(job, status, time.monotonic() - start)
-    outcome.strays = _kill_strays()  # ...and outside it (setsid, double fork): our orphans now
+    outcome.strays = _kill_strays()  # ...or elsewhere (setsid, double fork; no PID namespace): our orphans
     return outcome
 
 

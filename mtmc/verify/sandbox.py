@@ -11,14 +11,13 @@ A candidate's child (forkserver.py) is, before any candidate code runs:
     nobody    uid/gid 65534, no supplementary groups, no capabilities (bounding set dropped too),
               PR_SET_NO_NEW_PRIVS
 
-How: the spare child unshares the namespaces as soon as it is forked (`enter_namespaces`), then
-forks twice, because a new PID namespace only takes the caller's next child: that one is the
-namespace's init, and its child, the job process, is an ordinary process (signals it sends itself
-work). The job process initialises CUDA and waits for its job; the two above it only wait and pass
-its exit status or signal on. The job arrives: `hide_world` mounts, and `drop_privileges`
-points HOME, TMPDIR and the Triton cache into scratch and drops to nobody. Device files stay
-usable: a read-only mount refuses writes to files and folders, not to character devices such as
-/dev/nvidia*.
+How: the spare child unshares the namespaces as soon as it is forked (`enter_namespaces`); a new
+PID namespace takes the caller's next children, not the caller. It spawns the namespace's init (a
+small program), forks the job process (pid 2) and becomes a small waiter that passes the job's end
+on. The job process initialises CUDA and waits for its job. The job arrives: `hide_world` mounts,
+and `drop_privileges` points HOME, TMPDIR and the Triton cache into scratch and drops to nobody.
+Device files stay usable: a read-only mount refuses writes to files and folders, not to
+character devices such as /dev/nvidia*.
 
 The worker probes once at start-up which levels this machine grants (`probe_levels`, in a throwaway
 child that also checks that they hold: a write outside scratch fails, 127.0.0.1 is unreachable, and
@@ -31,11 +30,14 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import functools
 import os
+import shutil
 import signal
 import socket
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 LEVELS = ("netns", "pidns", "readonly", "nobody")
@@ -73,68 +75,85 @@ def wanted() -> bool:
 
 
 # ------------------------------------------------------------------------------------------------
-# namespaces: in the spare child, before CUDA and before the job
+# namespaces: the worker forks the spare into a new PID namespace; the spare makes the others
 # ------------------------------------------------------------------------------------------------
+@dataclass
+class PidNamespace:
+    """A PID namespace the worker made for one spare: its init and the pipe that keeps it alive."""
+
+    init: int
+    hold_fd: int
+
+    def end(self) -> None:
+        """Close init's pipe and reap it: init's exit returns only once the kernel has killed every
+        process left in the namespace, so afterwards nothing the job started is running."""
+        try:
+            os.close(self.hold_fd)
+        except OSError:
+            pass
+        try:
+            os.waitpid(self.init, 0)
+        except ChildProcessError:
+            pass  # reaped already (the worker's stray sweep)
+
+
+def fork_into_pid_namespace() -> tuple[int, PidNamespace | None]:
+    """os.fork() whose child is pid 2 of a new PID namespace (the caller stays where it is).
+
+    A new PID namespace takes the caller's next children: the first, its init, is `cat` spawned
+    (not forked: no copy of the worker's GBs of mappings) reading a pipe the caller holds, so that
+    it lives until `PidNamespace.end`. The job is pid 2, an ordinary process (Linux ignores the
+    signals a pid 1 sends itself, which would change how a candidate's crash reads). Returns
+    (pid, namespace) in the caller and (0, None) in the child."""
+    own = os.open("/proc/self/ns/pid", os.O_RDONLY)
+    try:
+        _check(_libc.unshare(CLONE_NEWPID), "unshare(pid)")
+        namespace = _spawn_init()
+        pid = os.fork()
+    except BaseException:
+        _back_to(own)
+        raise
+    if pid == 0:
+        os.close(namespace.hold_fd)
+        os.close(own)
+        return 0, None
+    _back_to(own)
+    return pid, namespace
+
+
+def _spawn_init() -> PidNamespace:
+    hold_read, hold_write = os.pipe()
+    try:
+        init = os.posix_spawn(INIT[0], INIT, {}, file_actions=[
+            (os.POSIX_SPAWN_DUP2, hold_read, 0), (os.POSIX_SPAWN_OPEN, 1, "/dev/null", os.O_WRONLY, 0)])
+    finally:
+        os.close(hold_read)
+    return PidNamespace(init, hold_write)
+
+
+def _back_to(own_fd: int) -> None:
+    """The caller's next children go to its own PID namespace again."""
+    try:
+        _check(_libc.setns(own_fd, CLONE_NEWPID), "setns(pid)")
+    finally:
+        os.close(own_fd)
+
+
+INIT = [shutil.which("cat") or "/bin/cat"]
+
+
 def enter_namespaces(levels: list[str]) -> None:
-    """Unshare what `levels` need; with "pidns", return only in the job process (pid 2) of a new
-    PID namespace, below two waiters that pass its end on (see WAITER)."""
-    flags = (CLONE_NEWNET if "netns" in levels else 0) | (CLONE_NEWPID if "pidns" in levels else 0)
+    """In the spare, before CUDA and before its job: its own network and mount namespaces, and with
+    "pidns" (forked into one by the worker) a /proc that shows only that namespace's processes."""
+    flags = CLONE_NEWNET if "netns" in levels else 0
     flags |= CLONE_NEWNS if {"readonly", "pidns"} & set(levels) else 0
     if not flags:
         return
     _check(_libc.unshare(flags), "unshare")
     if flags & CLONE_NEWNS:  # nothing mounted in here propagates back to the host
         _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    if "pidns" not in levels:
-        return
-    read_fd, write_fd = os.pipe()  # the namespace's init reports the job's wait status through it
-    init = os.fork()
-    if init:  # outside the namespace, the spare's pid the worker waits for
-        os.close(write_fd)
-        _exec_waiter(init, report_fd=-1, relay_fd=read_fd)
-    os.close(read_fd)
-    _check(_libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL), "prctl(PDEATHSIG)")
-    _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)  # this namespace's processes only
-    job = os.fork()
-    if job:  # pid 1: when it exits, the kernel kills every process left in the namespace
-        _exec_waiter(job, report_fd=write_fd, relay_fd=-1)
-    os.close(write_fd)
-    _check(_libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL), "prctl(PDEATHSIG)")
-
-
-# The two processes above the job wait for their child and end as it ended, so the worker's wait
-# status means what it meant without namespaces. They exec this small program: a fork of the worker
-# holds GBs of mappings whose teardown at exit (~50 ms each) would otherwise delay every verdict;
-# exec pays it while the spare warms up. The namespace's init cannot die by its own signal (Linux
-# protects pid 1), so it writes the job's wait status into a pipe and the outer waiter re-raises it.
-WAITER = """
-import os, signal, sys
-child, report_fd, relay_fd = (int(a) for a in sys.argv[1:4])
-status = os.waitpid(child, 0)[1]
-if relay_fd >= 0:
-    status = int(os.read(relay_fd, 32) or status)
-if report_fd >= 0:
-    os.write(report_fd, str(status).encode())
-    os._exit(0)
-if os.WIFSIGNALED(status):
-    if os.WTERMSIG(status) not in (signal.SIGKILL, signal.SIGSTOP):  # those two have no handler
-        signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
-    os.kill(os.getpid(), os.WTERMSIG(status))
-os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 70)
-"""
-
-
-def _exec_waiter(child: int, report_fd: int, relay_fd: int) -> None:
-    try:
-        for fd in (report_fd, relay_fd):
-            if fd >= 0:
-                os.set_inheritable(fd, True)
-        argv = [sys.executable, "-S", "-c", WAITER, str(child), str(report_fd), str(relay_fd)]
-        os.execv(sys.executable, argv)
-    except BaseException as err:
-        print(f"sandbox: exec of the waiter failed: {err!r}", file=sys.stderr, flush=True)
-    finally:
-        os._exit(70)  # exec failed: the job child dies with us (PR_SET_PDEATHSIG)
+    if "pidns" in levels:
+        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -170,10 +189,8 @@ def _read_only_world(scratch: Path, readable: list[Path]) -> None:
     the Python install (such as /root) keeps that install."""
     hides: dict[Path, list[tuple[Path, bool]]] = {scratch.parent: [(scratch, True)]}
     hides[scratch.parent] += [(p, False) for p in readable if p.is_relative_to(scratch.parent)]
-    for path in _interpreter_roots():
-        closed = _closed_ancestor(path)
-        if closed is not None and (closed[1], False) not in hides.setdefault(closed[0], []):
-            hides[closed[0]].append((closed[1], False))
+    for closed, entry in _interpreter_hides():
+        hides.setdefault(closed, []).append((entry, False))
     kept = [(os.open(path, os.O_PATH), path, writable) for entries in hides.values()
             for path, writable in entries]  # opened before anything is hidden
     try:
@@ -196,11 +213,18 @@ def _read_only_world(scratch: Path, readable: list[Path]) -> None:
     os.chdir(scratch)  # the old working directory is the hidden, read-only mount
 
 
-def _interpreter_roots() -> list[Path]:
-    """Folders the candidate's Python reads from: the interpreter's prefixes and sys.path."""
+@functools.cache  # worked out once in the worker (probe_levels), inherited by every fork
+def _interpreter_hides() -> tuple[tuple[Path, Path], ...]:
+    """(closed folder, its entry to keep) for each folder nobody may not enter on the way to the
+    folders the candidate's Python reads from: the interpreter's prefixes and sys.path."""
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
     paths |= {p for p in sys.path if p and os.path.isdir(p)}
-    return sorted({Path(p).resolve() for p in paths})
+    found = []
+    for path in sorted({Path(p).resolve() for p in paths}):
+        closed = _closed_ancestor(path)
+        if closed is not None and closed not in found:
+            found.append(closed)
+    return tuple(found)
 
 
 def _closed_ancestor(path: Path) -> tuple[Path, Path] | None:
@@ -266,11 +290,12 @@ def probe_levels() -> tuple[list[str], str]:
     note on those refused (why). Runs in the worker at start-up (~50 ms)."""
     if not wanted():
         return [], f"{DISABLE_ENV}=0"
-    if _try_in_child(list(LEVELS))[0]:  # the usual case: one child
+    _interpreter_hides()  # here, so that every fork inherits it
+    if try_levels(list(LEVELS))[0]:  # the usual case: one child
         return list(LEVELS), ""
     granted, notes = [], []
     for level in LEVELS:
-        ok, note = _try_in_child([*granted, level])
+        ok, note = try_levels([*granted, level])
         if ok:
             granted.append(level)
         else:
@@ -278,14 +303,21 @@ def probe_levels() -> tuple[list[str], str]:
     return granted, "; ".join(notes)
 
 
-def _try_in_child(levels: list[str]) -> tuple[bool, str]:
+def try_levels(levels: list[str]) -> tuple[bool, str]:
+    """Set up `levels` in a throwaway child and check that they hold: (True, "ok"), or (False, why)."""
     base = Path(tempfile.mkdtemp(prefix="mtmc-sandbox-probe-"))
     (base / "job").mkdir()
     (base / "ref").mkdir()
     (base / "ref" / "inputs.pt").write_text("inputs")
     (base / "secret").write_text("reference outputs")
     read_fd, write_fd = os.pipe()
-    pid = os.fork()
+    try:
+        pid, namespace = fork_into_pid_namespace() if "pidns" in levels else (os.fork(), None)
+    except OSError as err:
+        for fd in (read_fd, write_fd):
+            os.close(fd)
+        shutil.rmtree(base, ignore_errors=True)
+        return False, f"{type(err).__name__}: {err}"
     if pid == 0:
         os.close(read_fd)
         message = "ok"
@@ -293,7 +325,7 @@ def _try_in_child(levels: list[str]) -> tuple[bool, str]:
             enter_namespaces(levels)
             hide_world(levels, base / "job", [str(base / "ref" / "inputs.pt")])
             drop_privileges(levels, base / "job")
-            message = _holds(levels, base) or "ok"
+            message = leaks(levels, base) or "ok"
         except BaseException as err:
             message = f"{type(err).__name__}: {err}"
         os.write(write_fd, message.encode()[:400])
@@ -302,12 +334,15 @@ def _try_in_child(levels: list[str]) -> tuple[bool, str]:
     with os.fdopen(read_fd, "rb") as pipe:
         message = pipe.read().decode(errors="replace")
     os.waitpid(pid, 0)
-    _remove_tree(base)
+    if namespace is not None:
+        namespace.end()
+    shutil.rmtree(base, ignore_errors=True)
     return message == "ok", message or "the probe child died"
 
 
-def _holds(levels: list[str], base: Path) -> str:
-    """'' when every level in `levels` holds in this process, else what leaked."""
+def leaks(levels: list[str], base: Path) -> str:
+    """'' when every level in `levels` holds in this process, else what leaked. `base` is a probe's
+    folder: job/ (its scratch), ref/inputs.pt (readable) and secret (hidden with the pool)."""
     job = base / "job"
     (job / "probe.txt").write_text("scratch is writable")
     if "netns" in levels and _can_connect("127.0.0.1"):
@@ -344,12 +379,6 @@ def _can_write(path: Path) -> bool:
         return False
     path.unlink()
     return True
-
-
-def _remove_tree(path: Path) -> None:
-    import shutil
-
-    shutil.rmtree(path, ignore_errors=True)
 
 
 # ------------------------------------------------------------------------------------------------

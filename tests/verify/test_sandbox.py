@@ -7,6 +7,7 @@ refuses; here the sandbox alone must hold.
 Each candidate is the honest softmax with an escape attempt at the top of its first forward."""
 
 import hashlib
+import json
 import logging
 import os
 import signal
@@ -22,7 +23,7 @@ from corpus_index import TASKS
 import mtmc
 from mtmc.program import Program
 from mtmc.tasks import load_task
-from mtmc.verify import InterpreterVerifier, Status, VerifierError, format_verdict_table
+from mtmc.verify import InterpreterVerifier, Status, VerifierError, format_verdict_table, sandbox
 
 FULL = "netns+pidns+readonly+nobody"
 REPO = Path(mtmc.__file__).resolve().parents[1]
@@ -54,10 +55,57 @@ def marked_processes(marker: str) -> list[int]:
     return found
 
 
-def test_an_honest_candidate_passes_with_full_isolation(unchecked_verifier):
-    verdict = verify(unchecked_verifier, candidate("pass"))
+# nobody needs the read-only view here: the Python install is under /root (0700), which only the
+# mount namespace opens to nobody (sandbox._interpreter_hides).
+@pytest.mark.parametrize("levels", [["netns"], ["pidns"], ["readonly"], ["readonly", "nobody"]], ids=str)
+def test_each_level_alone_is_granted_here_and_holds(levels):
+    assert sandbox.try_levels(levels) == (True, "ok")
+
+
+def probe_folder(tmp_path: Path) -> Path:
+    (tmp_path / "job").mkdir()
+    (tmp_path / "ref").mkdir()
+    (tmp_path / "ref" / "inputs.pt").write_text("inputs")
+    (tmp_path / "secret").write_text("reference outputs")
+    return tmp_path
+
+
+LEAKS = [("netns", "127.0.0.1 reachable"), ("pidns", "not 2"), ("readonly", "pool folder is visible"),
+         ("nobody", "still privileged")]
+
+
+@pytest.mark.parametrize("level,leak", LEAKS)
+def test_the_probe_sees_a_level_that_does_not_hold(tmp_path, level, leak):
+    """This test process has none of the levels: the probe's check of each must say so."""
+    assert leak in sandbox.leaks([level], probe_folder(tmp_path))
+
+
+def test_a_machine_that_refuses_namespaces_gets_rlimits_only_with_the_reasons():
+    """As an unprivileged user (standing for a machine that grants nothing) every level is refused,
+    with the kernel's reason, and nothing is claimed."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setresgid(sandbox.NOBODY, sandbox.NOBODY, sandbox.NOBODY)
+            os.setresuid(sandbox.NOBODY, sandbox.NOBODY, sandbox.NOBODY)
+            levels, note = sandbox.probe_levels()
+            os.write(write_fd, json.dumps([levels, note]).encode())
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    with os.fdopen(read_fd) as pipe:
+        levels, note = json.loads(pipe.read())
+    os.waitpid(pid, 0)
+    assert levels == [] and sandbox.describe(levels) == "rlimits-only"
+    assert all(f"{level}: " in note for level in sandbox.LEVELS) and "Operation not permitted" in note
+
+
+def test_an_honest_candidate_passes_with_full_isolation_and_leaves_no_folder(unchecked_verifier):
+    verdict = verify(unchecked_verifier, candidate("open('made_here.txt', 'w').write('scratch is writable')"))
     assert verdict.status == Status.OK, format_verdict_table(verdict)
     assert verdict.isolation == FULL
+    assert list(unchecked_verifier.engine.pool.root.glob("job*")) == []
 
 
 def test_the_candidate_sees_a_confined_process(unchecked_verifier):
