@@ -1,9 +1,13 @@
 """Process isolation: a warm fork-server worker that runs every job in a fresh forked child.
 
     main process ──socketpair──► worker (python -c serve, clean env, torch+triton imported,
-                                          CUDA never initialised)
+                                          CUDA never initialised; a subreaper)
                                     └─ os.fork() per job ─► child: limits, scratch cwd, runs one
                                                             job function, writes result.pt, _exit
+
+A candidate's child is sandboxed before any candidate code runs (sandbox.py: its own network,
+PID and mount namespaces, a read-only view but for its scratch folder, user nobody); the worker
+probes at start-up which of these the machine grants, and kills whatever a child left running.
 
 The child for the next job is forked as soon as the last one ends (a "spare"): it initialises
 CUDA and then waits on a pipe for its job, so a verdict does not wait for CUDA's start.

@@ -4,8 +4,9 @@ A candidate that escaped its sandbox could rewrite the installed verifier (an ed
 a task's reference data, so that a later verdict, its own or another candidate's, is judged by code
 or data of its choosing. `Seal` hashes the files once (the verifier's package, the task files and
 the reference inputs it uses) and re-checks them before each verdict: a stat per file, and a new
-hash only for a file whose size, mtime or inode moved. A changed or added file raises
-IntegrityError, and the verifier refuses to judge.
+hash only for a file whose size, mtime or inode moved, and a new listing only of a sealed tree one
+of whose folders moved. A changed, removed or added file raises IntegrityError, and the verifier
+refuses to judge. Compiled files (__pycache__) are not sealed: Python rewrites them itself.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ class Seal:
     def __init__(self) -> None:
         self._files: dict[Path, tuple[tuple[int, int, int], str]] = {}  # path -> (stat key, sha256)
         self._trees: dict[Path, frozenset[Path]] = {}  # sealed folders -> their .py files
+        self._folders: dict[Path, tuple[int, int, int]] = {}  # every folder in them -> its stat key
 
     def add_file(self, path: str | Path) -> None:
         path = Path(path).resolve()
@@ -36,12 +38,17 @@ class Seal:
         self._trees[folder] = files
         for path in files:
             self.add_file(path)
+        self._folders.update(_folder_keys(folder))
 
     def check(self) -> None:
         """Raise IntegrityError naming what changed since it was sealed."""
         changed = [str(p) for p, (key, digest) in self._files.items() if _changed(p, key, digest)]
-        for folder, files in self._trees.items():
-            changed += [f"{p} (added)" for p in sorted(_python_files(folder) - files)]
+        if any(_stat_key_or_none(f) != key for f, key in self._folders.items()):  # an entry came or went
+            for folder, files in self._trees.items():
+                changed += [f"{p} (added)" for p in sorted(_python_files(folder) - files)]
+            if not changed:  # a rename in place (an editor's save) of the same bytes: nothing to refuse
+                for folder in self._trees:
+                    self._folders.update(_folder_keys(folder))
         if changed:
             raise IntegrityError("the verifier's own files changed since it started, so it refuses to judge "
                                  "(a candidate escaped its sandbox, or the checkout was edited under a "
@@ -63,6 +70,19 @@ def _changed(path: Path, key: tuple[int, int, int], digest: str) -> bool:
 def _stat_key(path: Path) -> tuple[int, int, int]:
     stat = os.stat(path)
     return stat.st_size, stat.st_mtime_ns, stat.st_ino
+
+
+def _stat_key_or_none(path: Path) -> tuple[int, int, int] | None:
+    try:
+        return _stat_key(path)
+    except OSError:
+        return None
+
+
+def _folder_keys(folder: Path) -> dict[Path, tuple[int, int, int]]:
+    """Stat keys of `folder` and the folders below it (not __pycache__: Python writes there)."""
+    folders = [folder, *(p for p in folder.rglob("*") if p.is_dir() and "__pycache__" not in p.parts)]
+    return {p: _stat_key(p) for p in folders}
 
 
 def _sha256(path: Path) -> str:
