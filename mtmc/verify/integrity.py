@@ -42,12 +42,14 @@ class Seal:
 
     def check(self) -> None:
         """Raise IntegrityError naming what changed since it was sealed."""
-        changed = [str(p) for p, (key, digest) in self._files.items() if _changed(p, key, digest)]
-        if any(_stat_key_or_none(f) != key for f, key in self._folders.items()):  # an entry came or went
-            for folder, files in self._trees.items():
-                changed += [f"{p} (added)" for p in sorted(_python_files(folder) - files)]
+        # Snapshots (one C call each under the GIL): another thread may seal a task's files meanwhile.
+        files, folders = list(self._files.items()), list(self._folders.items())
+        changed = [str(p) for p, (key, digest) in files if _changed(p, key, digest)]
+        if any(_stat_key_or_none(f) != key for f, key in folders):  # an entry came or went
+            for folder, listed in list(self._trees.items()):
+                changed += [f"{p} (added)" for p in sorted(_python_files(folder) - listed)]
             if not changed:  # a rename in place (an editor's save) of the same bytes: nothing to refuse
-                for folder in self._trees:
+                for folder in list(self._trees):
                     self._folders.update(_folder_keys(folder))
         if changed:
             raise IntegrityError("the verifier's own files changed since it started, so it refuses to judge "
