@@ -305,11 +305,10 @@ def probe_levels() -> tuple[list[str], str]:
 
 def try_levels(levels: list[str]) -> tuple[bool, str]:
     """Set up `levels` in a throwaway child and check that they hold: (True, "ok"), or (False, why)."""
-    base = Path(tempfile.mkdtemp(prefix="mtmc-sandbox-probe-"))
-    (base / "job").mkdir()
-    (base / "ref").mkdir()
-    (base / "ref" / "inputs.pt").write_text("inputs")
-    (base / "secret").write_text("reference outputs")
+    try:
+        base = _probe_folder()
+    except OSError as err:
+        return False, f"no probe folder: {err}"
     read_fd, write_fd = os.pipe()
     try:
         pid, namespace = fork_into_pid_namespace() if "pidns" in levels else (os.fork(), None)
@@ -338,6 +337,16 @@ def try_levels(levels: list[str]) -> tuple[bool, str]:
         namespace.end()
     shutil.rmtree(base, ignore_errors=True)
     return message == "ok", message or "the probe child died"
+
+
+def _probe_folder() -> Path:
+    """A pool folder in small: job/ (scratch), ref/inputs.pt (readable), secret (to be hidden)."""
+    base = Path(tempfile.mkdtemp(prefix="mtmc-sandbox-probe-"))
+    (base / "job").mkdir()
+    (base / "ref").mkdir()
+    (base / "ref" / "inputs.pt").write_text("inputs")
+    (base / "secret").write_text("reference outputs")
+    return base
 
 
 def leaks(levels: list[str], base: Path) -> str:
