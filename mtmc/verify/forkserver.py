@@ -1,9 +1,13 @@
 """Process isolation: a warm fork-server worker that runs every job in a fresh forked child.
 
     main process ──socketpair──► worker (python -c serve, clean env, torch+triton imported,
-                                          CUDA never initialised)
+                                          CUDA never initialised; a subreaper)
                                     └─ os.fork() per job ─► child: limits, scratch cwd, runs one
                                                             job function, writes result.pt, _exit
+
+A candidate's child is sandboxed before any candidate code runs (sandbox.py: its own network,
+PID and mount namespaces, a read-only view but for its scratch folder, user nobody); the worker
+probes at start-up which of these the machine grants, and kills whatever a child left running.
 
 The child for the next job is forked as soon as the last one ends (a "spare"): it initialises
 CUDA and then waits on a pipe for its job, so a verdict does not wait for CUDA's start.
@@ -37,6 +41,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from mtmc.verify import sandbox
+
 # Environment variables whose names contain one of these never reach a worker.
 SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "COOKIE",
                   "PRIVATE", "SESSION")
@@ -65,6 +71,7 @@ class Outcome:
     log_tail: str = ""  # the child's stdout/stderr (faulthandler stacks land here on a crash)
     result_path: str | None = None
     wall_s: float = 0.0
+    strays: int = 0  # processes the child left behind, found and killed by the worker afterwards
 
 
 # ------------------------------------------------------------------------------------------------
@@ -78,6 +85,8 @@ class Worker:
         self.env = env
         self.log_path = log_path
         self.restarts = 0
+        self.isolation: list[str] = []  # the sandbox levels its children get (sandbox.py)
+        self.isolation_note = ""  # why the others were refused
         self.proc: subprocess.Popen | None = None
         self.conn: Connection | None = None
         self.launch()
@@ -100,7 +109,8 @@ class Worker:
             raise RuntimeError(f"verifier worker did not start in {READY_TIMEOUT_S:.0f} s; "
                                f"log: {self.log_path}")
         try:
-            self.conn.recv()  # the ready message
+            ready = self.conn.recv()
+            self.isolation, self.isolation_note = ready["isolation"], ready["isolation_note"]
         except EOFError:
             raise RuntimeError(f"verifier worker died while starting; log tail:\n"
                                f"{_tail(self.log_path)}") from None
@@ -185,6 +195,7 @@ def _tail(path: Path, chars: int = 3000) -> str:
 def serve(fd: int, backend: str) -> None:
     """The worker's main loop: import once, then fork one child per job until told to stop."""
     _die_with_parent()
+    _become_subreaper()
     if backend == "interpreter":
         os.environ["TRITON_INTERPRET"] = "1"  # read when @triton.jit runs, so before any kernel
     else:
@@ -200,9 +211,10 @@ def serve(fd: int, backend: str) -> None:
 
     if backend == "interpreter":
         autotune_on_the_cpu()
-    conn.send({"ready": os.getpid()})
+    levels, note = sandbox.probe_levels()
+    conn.send({"ready": os.getpid(), "isolation": levels, "isolation_note": note})
     init_cuda = backend == "cuda"
-    spare = _Spare.fork(conn, init_cuda)
+    spare = _Spare.fork(conn, init_cuda, levels)
     try:
         while True:
             try:
@@ -211,44 +223,48 @@ def serve(fd: int, backend: str) -> None:
                 return
             if job is None:
                 return
-            outcome = _run_in_child(job, conn, spare)
+            outcome = _run_in_child(job, conn, spare, levels)
             conn.send(outcome.__dict__)
-            spare = _Spare.fork(conn, init_cuda)  # warms up while the main process judges
+            spare = _Spare.fork(conn, init_cuda, levels)  # warms up while the main process judges
     finally:
         spare.discard()
 
 
 @dataclass
 class _Spare:
-    """A child forked ahead of its job: in its own process group, CUDA already initialised on a
-    GPU backend (~0.3-0.5 s that no verdict waits for), blocked until the job arrives on a pipe."""
+    """A child forked ahead of its job: in its own process group and namespaces (sandbox.py), CUDA
+    already initialised on a GPU backend (~0.3-0.5 s that no verdict waits for), blocked until the
+    job arrives on a pipe. With a PID namespace, `pid` is the process in between (see sandbox.py)."""
 
     pid: int
     job_fd: int
+    namespace: sandbox.PidNamespace | None = None  # the PID namespace it is pid 2 of
 
     @classmethod
-    def fork(cls, conn: Connection, init_cuda: bool) -> _Spare:
+    def fork(cls, conn: Connection, init_cuda: bool, levels: list[str]) -> _Spare:
         read_fd, write_fd = os.pipe()
-        pid = os.fork()
+        pid, namespace = sandbox.fork_into_pid_namespace() if "pidns" in levels else (os.fork(), None)
         if pid == 0:
             conn.close()  # the child must not be able to talk to the main process
             os.close(write_fd)
             os.setpgid(0, 0)  # own process group: the worker can kill everything the child starts
             _die_with_parent()
+            _enter_namespaces(levels)
             if init_cuda:
                 _init_cuda()
             job = _read_job(read_fd)
             if job is None:  # discarded without a job
                 os._exit(0)
-            _child_main(job)  # never returns
+            _child_main(job, levels)  # never returns
         os.close(read_fd)
-        return cls(pid, write_fd)
+        return cls(pid, write_fd, namespace)
 
     def send(self, job: dict[str, Any]) -> bool:
         """Hand the job over; False if the spare died while waiting (its exit is reaped)."""
         done, _ = os.waitpid(self.pid, os.WNOHANG)
         if done:
             os.close(self.job_fd)
+            self.end_namespace()
             return False
         try:
             with os.fdopen(self.job_fd, "wb") as pipe:
@@ -256,7 +272,13 @@ class _Spare:
             return True
         except BrokenPipeError:
             os.waitpid(self.pid, 0)
+            self.end_namespace()
             return False
+
+    def end_namespace(self) -> None:
+        """After the spare's end: every process left in its PID namespace is killed."""
+        if self.namespace is not None:
+            self.namespace.end()
 
     def discard(self) -> None:
         try:
@@ -268,13 +290,27 @@ class _Spare:
             os.waitpid(self.pid, 0)
         except ChildProcessError:
             pass
+        self.end_namespace()
+
+
+def _enter_namespaces(levels: list[str]) -> None:
+    try:
+        sandbox.enter_namespaces(levels)  # network and mount; the PID namespace is the worker's doing
+    except BaseException:  # a level the worker promised: no job may run without it
+        traceback.print_exc()
+        sys.stderr.flush()
+        os._exit(HARNESS_ERROR_EXIT)
 
 
 def _init_cuda() -> None:
     try:
         import torch
+        import triton
 
         torch.cuda.init()
+        # Triton's driver builds (or loads from the shared cache) its C helper here, as the trusted
+        # spare: a confined candidate's Triton cache is its scratch folder, which starts empty.
+        triton.runtime.driver.active.get_current_device()
     except Exception:  # a broken GPU shows up again, with its error, when the job uses it
         pass
 
@@ -285,19 +321,26 @@ def _read_job(fd: int) -> dict[str, Any] | None:
     return pickle.loads(data) if data else None  # from the worker, our parent: trusted
 
 
-def _run_in_child(job: dict[str, Any], conn: Connection, spare: _Spare) -> Outcome:
-    scratch = Path(job["scratch"])
-    log_path = scratch / "child.log"
-    result_path = scratch / "result.pt"
+def _run_in_child(job: dict[str, Any], conn: Connection, spare: _Spare, levels: list[str]) -> Outcome:
     start = time.monotonic()
     if not spare.send(job):  # the spare died waiting (killed from outside): fork a cold one
-        spare = _Spare.fork(conn, init_cuda=False)
+        spare = _Spare.fork(conn, init_cuda=False, levels=levels)
         spare.send(job)
     pid = spare.pid
     conn.send({"child_pid": pid})
     status = _wait(pid, job["timeout_s"])
-    _kill_group(pid)  # anything the child left behind in its process group
-    wall = time.monotonic() - start
+    _kill_group(pid)  # anything the child left behind in its process group...
+    spare.end_namespace()  # ...or in its PID namespace...
+    outcome = _ended(job, status, time.monotonic() - start)
+    outcome.strays = _kill_strays()  # ...or elsewhere (setsid, double fork; no PID namespace): our orphans
+    return outcome
+
+
+def _ended(job: dict[str, Any], status: int | None, wall: float) -> Outcome:
+    """How the child ended, from its wait status (None: killed at the deadline)."""
+    scratch = Path(job["scratch"])
+    log_path = scratch / "child.log"
+    result_path = scratch / "result.pt"
     tail = _tail(log_path)
     if status is None:
         return Outcome("timeout", f"{job['timeout_s']:.0f} s", tail, wall_s=wall)
@@ -325,12 +368,44 @@ def _wait(pid: int, timeout_s: float) -> int | None:
         time.sleep(0.005)
 
 
-def _child_main(job: dict[str, Any]) -> None:
+def _kill_strays() -> int:
+    """Kill and reap every child of this worker: between jobs it has none of its own, so any child is
+    a process a job started that outlived it (orphans come to the worker, a subreaper). Repeated
+    until none is left, since one may fork while the others die."""
+    killed = 0
+    for _ in range(100):
+        pids = _children()
+        if not pids:
+            break
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                killed += 1
+            except (ProcessLookupError, ChildProcessError):
+                pass
+    return killed
+
+
+def _children() -> list[int]:
+    pids = []
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            pids += [int(p) for p in (task / "children").read_text().split()]
+        except OSError:
+            pass
+    return pids
+
+
+def _child_main(job: dict[str, Any], levels: list[str]) -> None:
     code = HARNESS_ERROR_EXIT
     scratch = Path(job["scratch"])
     log_path = scratch / "child.log"
     result_path = scratch / "result.pt"
     try:
+        isolate = bool(job.get("isolate"))  # untrusted code runs in this job: confine it first
+        if isolate:  # mounts first: nothing may be open for writing yet (sandbox.hide_world)
+            sandbox.hide_world(levels, scratch, job.get("readable", []))
         log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         os.dup2(log_fd, 1)
         os.dup2(log_fd, 2)
@@ -343,7 +418,11 @@ def _child_main(job: dict[str, Any]) -> None:
         from mtmc.verify.transport import offload
         if job.get("cpu_threads"):
             torch.set_num_threads(int(job["cpu_threads"]))
+        if isolate:
+            sandbox.drop_privileges(levels, scratch)
         result = JOBS[job["job"]](**job["args"])
+        if isolate and "pidns" in levels and isinstance(result, dict):
+            result["processes_left"] = sandbox.other_processes()  # they die with this process
         tmp = result_path.with_suffix(".tmp")
         torch.save(offload(result, scratch), tmp)
         os.replace(tmp, result_path)
@@ -365,6 +444,14 @@ def _apply_limits(job: dict[str, Any]) -> None:
         pages = int(Path("/proc/self/statm").read_text().split()[0])
         limit = pages * resource.getpagesize() + int(job["memory_gb"] * 2**30)
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def _become_subreaper() -> None:
+    """Orphans of our children (a setsid'd or double-forked process) become our children, not
+    init's, so `_kill_strays` finds them whatever process group or session they moved to."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(36, 1)  # PR_SET_CHILD_SUBREAPER
 
 
 def _die_with_parent() -> None:

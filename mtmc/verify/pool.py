@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from mtmc.verify import sandbox
 from mtmc.verify.forkserver import Outcome, Worker
 from mtmc.verify.transport import restore
 
@@ -53,7 +54,10 @@ class WorkerPool:
         scratch.mkdir()
         try:
             outcome = worker.run({"job": job, "args": args, "scratch": str(scratch),
-                                  "memory_gb": self.memory_gb, "cpu_threads": self.cpu_threads}, timeout_s)
+                                  "memory_gb": self.memory_gb, "cpu_threads": self.cpu_threads,
+                                  "isolate": job in sandbox.UNTRUSTED_JOBS,  # a candidate reads only:
+                                  "readable": [args["inputs_path"]] if "inputs_path" in args else []},
+                                 timeout_s)
             result = None
             if outcome.status == "done":
                 try:
@@ -70,6 +74,18 @@ class WorkerPool:
         path = self.root / name
         path.mkdir(exist_ok=True)
         return path
+
+    @property
+    def isolation(self) -> str:
+        """The sandbox level every worker's candidate children get, in words (sandbox.describe)."""
+        common = set(sandbox.LEVELS)
+        for worker in self.workers:
+            common &= set(worker.isolation)
+        return sandbox.describe(sorted(common))
+
+    @property
+    def isolation_notes(self) -> str:
+        return "; ".join(sorted({w.isolation_note for w in self.workers if w.isolation_note}))
 
     @property
     def restarts(self) -> int:

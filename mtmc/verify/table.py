@@ -7,6 +7,8 @@ from mtmc.verify.verdict import Verdict
 
 def format_verdict_table(verdict: Verdict) -> str:
     rows = [("status", str(verdict.status)), ("device", verdict.device)]
+    if verdict.isolation:
+        rows.append(("isolation", verdict.isolation))
     rows += [(name, _num(value, unit)) for name, value, unit in (
         ("max abs error", verdict.max_abs_error, ""),
         ("normalized error", verdict.rel_error, ""),

@@ -36,6 +36,7 @@ class Verdict:
     triton_launches: int | None = None
     flags: list[str] = field(default_factory=list)
     device: str = "unknown"
+    isolation: str = ""  # the candidate's sandbox, e.g. "netns+pidns+readonly+nobody" or "rlimits-only"
     verifier_version: str = ""
     wall_s: float | None = None
     # where the wall time went: reference (0 when cached), worker (the candidate's child, all of

@@ -17,6 +17,7 @@ import dataclasses
 import hashlib
 import inspect
 import json
+import logging
 import os
 import secrets
 import threading
@@ -35,15 +36,20 @@ from mtmc.verify import hardware
 from mtmc.verify.cache import VerdictCache, cache_key
 from mtmc.verify.correctness import Comparison, compare_case, compare_outputs, compare_runs
 from mtmc.verify.forkserver import Outcome, clean_env
+from mtmc.verify.integrity import IntegrityError, Seal
 from mtmc.verify.policy import HOST_READ_ATEN_OPS
 from mtmc.verify.pool import WorkerPool
 from mtmc.verify.static import StaticReport, check_source
 from mtmc.verify.verdict import Status, Verdict
 
-VERIFIER_VERSION = "1.5"  # bump whenever a change can flip a verdict: cached verdicts expire
+VERIFIER_VERSION = "1.6"  # bump whenever a change can flip a verdict: cached verdicts expire
 INTERPRETER_DEVICE = "cpu (triton interpreter)"
 REFERENCES_KEPT = 8  # tasks whose reference outputs stay in memory (mapped from RAM-backed files)...
 REFERENCE_BYTES_KEPT = 16 * 2**30  # ...as long as they fit in this; the latest is always kept
+FULL_ISOLATION = "netns+pidns+readonly+nobody"
+
+log = logging.getLogger(__name__)
+_warned_isolation: set[str] = set()  # one warning per process and level, not one per verdict
 
 
 class VerifierError(RuntimeError):
@@ -98,6 +104,14 @@ class Engine:
         self.device_type = device_type  # "cpu" (interpreter) or "cuda"
         self.base_seed = settings.seed if settings.seed is not None else secrets.randbelow(2**31 - 10_000)
         self.cache = VerdictCache(cache_path) if cache_path else None
+        self.seal = Seal()  # the verifier's own source, then each task file and reference inputs used
+        package = Path(mtmc.__file__).parent
+        for tree in ("verify", "tasks"):  # the harness, and the task loader with the built-in tasks
+            self.seal.add_tree(package / tree)
+        for path in ("__init__.py", "program.py"):
+            self.seal.add_file(package / path)
+        self.isolation = pool.isolation
+        _warn_isolation(self.isolation, pool.isolation_notes)
         self.device = INTERPRETER_DEVICE if device_type == "cpu" else self._probe_devices()
         self._references: OrderedDict[str, Reference] = OrderedDict()
         self._baselines: dict[str, dict[str, Any]] = {}
@@ -106,6 +120,7 @@ class Engine:
     # --- the protocol ------------------------------------------------------------------------------
     def verify(self, task: Task, program: Program) -> Verdict:
         start = time.monotonic()
+        self._check_integrity()
         key = cache_key(task.source, hashlib.sha256(program.source.encode()).hexdigest(), self.device,
                         VERIFIER_VERSION, self.settings.fingerprint())
         cached = self.cache.get(key) if self.cache is not None else None
@@ -119,6 +134,7 @@ class Engine:
                 # candidate's child needs the device memory.
                 torch.cuda.empty_cache()
         verdict.device = self.device
+        verdict.isolation = self.isolation
         verdict.verifier_version = VERIFIER_VERSION
         verdict.wall_s = round(time.monotonic() - start, 3)
         if self.cache is not None and not any(f.startswith("infrastructure") for f in verdict.flags):
@@ -138,10 +154,16 @@ class Engine:
                                         self.settings.timeout_s)
         phases["worker"] = round(outcome.wall_s, 4)
         phases.update({f"worker.{k}": v for k, v in ((result or {}).get("phases_s") or {}).items()})
+        self._check_integrity()  # the candidate just ran: judge only with the code and data we started with
         failed = self._outcome_verdict(outcome, "candidate")
         if failed is not None:
             failed.phases_s = phases
             return failed
+        left = outcome.strays + int(result.get("processes_left") or 0)
+        if left:
+            return Verdict(Status.REJECTED, f"the candidate left {left} process(es) running after its job "
+                           "(setsid, double fork or daemon; killed): work outside the measured call or an "
+                           "escape attempt (sandbox)", phases_s=phases)
         if result.get("error"):
             where = f"{_label(reference.cases[result['case']])}: " if "case" in result else ""
             return Verdict(Status(result["error"]), where + result["message"],
@@ -283,6 +305,12 @@ class Engine:
             _reject(verdict, f"faster than the hardware allows: {verdict.candidate_ms:.4f} ms against a "
                     f"floor of {limit_ms:.4f} ms at the datasheet's memory and math rates (T4)")
 
+    def _check_integrity(self) -> None:
+        try:
+            self.seal.check()
+        except IntegrityError as err:
+            raise VerifierError(str(err)) from None
+
     # --- trusted children: reference and baselines ----------------------------------------------
     def _reference(self, task: Task) -> Reference:
         key = hashlib.sha256(task.source.encode()).hexdigest()
@@ -307,6 +335,9 @@ class Engine:
                                     f"{outcome.detail}):\n{outcome.log_tail}")
             reference = Reference(cases, result["expected"], result["timing_expected"], inputs_path,
                                   timing_sets)
+            self.seal.add_file(inputs_path)  # what every candidate of this task regenerates its inputs from
+            if task.path:
+                self.seal.add_file(task.path)
             self._references[key] = reference
             while len(self._references) > 1 and (
                     len(self._references) > REFERENCES_KEPT
@@ -463,6 +494,14 @@ def _worker_env(overrides: dict[str, str | None]) -> dict[str, str]:
     package_root = str(Path(mtmc.__file__).resolve().parents[1])
     path = os.pathsep.join(p for p in [package_root, os.environ.get("PYTHONPATH", "")] if p)
     return clean_env(dict(os.environ), {**overrides, "PYTHONPATH": path})
+
+
+def _warn_isolation(level: str, notes: str) -> None:
+    """Say once, loudly, that candidates run with less than full isolation, and why."""
+    if level != FULL_ISOLATION and level not in _warned_isolation:
+        _warned_isolation.add(level)
+        log.warning("verifier sandbox: candidates run with isolation '%s', not '%s' (refused: %s)", level,
+                    FULL_ISOLATION, notes or "unknown")
 
 
 def _physical(gpu: int) -> str:

@@ -36,13 +36,11 @@ def test_honest_candidates_pass(name, task, program, verifier):
 
 
 def test_pool_survives_the_corpus(verifier, unchecked_verifier):
-    """Runs last in this module: every corpus entry that ran got a verdict, the workers that a
-    candidate killed were replaced, and both pools still judge an honest candidate correctly."""
+    """Runs last in this module: every corpus entry that ran got a verdict, and both pools still
+    judge an honest candidate correctly (test_sandbox covers a worker killed and replaced)."""
     ran = [e.name for e in CPU_CORPUS if e.name in SEEN]
     assert len(ran) == len(SEEN)
     for v in (verifier, unchecked_verifier):
         assert all(w.proc.poll() is None for w in v.engine.pool.workers)
         name, task, program = honest()[-1]
         assert v.verify(task, program).ok
-    if "iso_kill_worker" in SEEN:
-        assert unchecked_verifier.engine.pool.restarts >= 1
