@@ -13,10 +13,21 @@ import copy
 import re
 from dataclasses import replace
 
+from coders.template.emit import conv as conv_emit
 from coders.template.emit import matmul as matmul_emit
 from coders.template.emit import reduce as reduce_emit
 from coders.template.emit.common import FusionError, check_operands, needed
-from coders.template.ir import Kernel, Op, Operand, Output, ProgramIR, PyStep, step_outs, step_uses
+from coders.template.ir import (
+    GEMM_KINDS,
+    Kernel,
+    Op,
+    Operand,
+    Output,
+    ProgramIR,
+    PyStep,
+    step_outs,
+    step_uses,
+)
 from coders.template.lower import attention_kernel
 
 
@@ -54,6 +65,8 @@ def validate(kernel: Kernel) -> None:
             raise FusionError("the split reduction would need dependent passes")
     elif kernel.kind == "matmul":
         check_operands(kernel, matmul_emit.epilogue_axes(kernel))
+    elif kernel.kind == "conv":
+        conv_emit.check(kernel)
 
 
 def space_shape(ir: ProgramIR, kernel: Kernel) -> list[int]:
@@ -156,8 +169,8 @@ def merge(ir: ProgramIR, producer: Kernel, consumer: Kernel) -> ProgramIR:
         consumer.kind == "reduce" or (consumer.kind == "pointwise" and broadcasts(
             space_shape(ir, producer), space_shape(ir, consumer))))
     host, guest = (consumer, producer) if prologue else (producer, consumer)
-    if host.kind == "attention" or guest.kind in ("matmul", "attention"):
-        raise NotFusable("attention and matmul kernels only take elementwise epilogues")
+    if host.kind == "attention" or guest.kind in (*GEMM_KINDS, "attention"):
+        raise NotFusable("attention, matmul and conv kernels only take elementwise epilogues")
     if host.kind == "pointwise" and guest.kind == "reduce":
         raise NotFusable("a pointwise kernel cannot host a reduction")
     mapping = dim_map(ir, host, guest)

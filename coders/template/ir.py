@@ -20,6 +20,8 @@ Kernel kinds and their `space` dict:
                                                           (b is (..., K, N)); the epilogue body
                                                           starts from the accumulator op "acc"
     attention  {"q", "k", "v", "causal", "scale"}         flash attention, no epilogue
+    conv       {"input", "weight", "op", "form", "stride",  conv1d/2d/3d forward (coders/template/
+                "padding", "dilation"}                    conv_lower.py); epilogue as for matmul
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ class Output:
 @dataclass
 class Kernel:
     name: str
-    kind: str  # pointwise | reduce | matmul | attention
+    kind: str  # pointwise | reduce | matmul | conv | attention
     space: dict[str, Any]
     operands: list[Operand]
     body: list[Op]
@@ -137,7 +139,9 @@ def step_outs(step: Kernel | PyStep) -> list[str]:
     return [o.value for o in step.outputs] if isinstance(step, Kernel) else list(step.outs)
 
 
-SPACE_VALUES = ("input", "a", "b", "q", "k", "v", "bias")
+SPACE_VALUES = ("input", "a", "b", "q", "k", "v", "bias", "weight")
+# kernels computing a GEMM (explicit or implicit) on an fp32 tile: they host elementwise epilogues
+GEMM_KINDS = ("matmul", "conv")
 
 
 def step_uses(step: Kernel | PyStep) -> list[str]:

@@ -6,7 +6,9 @@ and bytes moved against an H100-class roofline), and to its twins (kernels of th
 dtype and configuration, such as the gate and up projections of a SwiGLU). `fuse epilogue` /
 `fuse prologue` merge the first fusable producer/consumer pair in program order; `fuse attention` swaps a
 matmul -> softmax -> matmul chain for a flash-attention kernel, `fuse softmax` a matmul -> softmax
-chain for a flash kernel that writes the probabilities. Every legal step changes the
+chain for a flash kernel that writes the probabilities; `library conv2d` swaps a Triton conv for
+the vendor call where the task allows it (its epilogue stays a Triton kernel). Every legal step
+changes the
 program; menus are small and discrete so a planner can score all of them.
 """
 
@@ -17,9 +19,11 @@ import math
 from typing import Any
 
 from coders.template import fuse
+from coders.template.conv_lower import conv_flops, conv_gemm, library_ops, to_library
 from coders.template.emit import reduce as reduce_emit
 from coders.template.emit.reduce import Layout
 from coders.template.ir import SPACE_VALUES, Kernel, ProgramIR
+from coders.template.lower import POINTWISE_CONFIG
 from mtmc.protocols import CoderError
 from mtmc.strategies import Strategy
 from mtmc.tasks import Task
@@ -77,6 +81,9 @@ def cost(ir: ProgramIR, kernel: Kernel) -> float:
         batch, m, n, k = matmul_mnk(ir, kernel)
         flops = 2 * batch * m * n * k
         dtype = ir.values[kernel.space["a"]]["dtype"]
+    elif kernel.kind == "conv":
+        flops = conv_flops(ir, kernel)
+        dtype = kernel.space["dtype"]
     elif kernel.kind == "attention" and kernel.space["v"] is None:
         q, sk = ir.shape(kernel.space["q"]), kernel.space["traced"][-1]
         flops = 2 * 2 * _numel(q) * sk  # the scores are computed twice
@@ -107,6 +114,11 @@ def programs(ir: ProgramIR, kernel: Kernel) -> int:
         return batch * -(-m // cfg["BLOCK_M"]) * -(-n // cfg["BLOCK_N"]) * split
     if kernel.kind == "attention":
         return _numel(shape[:-2]) * -(-shape[-2] // cfg["BLOCK_M"])
+    if kernel.kind == "conv":
+        groups, m, n, _ = conv_gemm(ir, kernel)
+        if kernel.space["form"] == "direct":  # one tile spans the channels of every group
+            return -(-m // cfg["BLOCK_M"]) * -(-(n * groups) // cfg["BLOCK_N"])
+        return groups * -(-m // cfg["BLOCK_M"]) * -(-n // cfg["BLOCK_N"])
     return -(-_numel(shape) // cfg.get("BLOCK", 1024))
 
 
@@ -122,7 +134,7 @@ def _is_column(kernel: Kernel) -> bool:
 
 
 def _fp32_operands(ir: ProgramIR, kernel: Kernel) -> bool:
-    keys = ("a", "b") if kernel.kind == "matmul" else ("q", "k", "v")
+    keys = {"matmul": ("a", "b"), "conv": ("input", "weight")}.get(kernel.kind, ("q", "k", "v"))
     return all(ir.values[kernel.space[k]]["dtype"] == "float32" for k in keys if kernel.space[k] is not None)
 
 
@@ -138,6 +150,9 @@ def legal(ir: ProgramIR, task: Task) -> list[Strategy]:
     for kind in ("attention", "softmax"):
         if fuse.fuse_attention(ir, kind) is not None:
             out.append(Strategy.make("fuse", kind))
+    out += [Strategy.make("library", op) for op in library_ops(ir, task.library_ops)]
+    if not ir.kernels():
+        return out  # a vendor conv alone: nothing left to tune
     kernel = dominant(ir)
     out += [s for s in _knobs(ir, task, kernel) + _precisions(ir, task) if _useful(ir, task, s)]
     return out
@@ -192,6 +207,8 @@ def _knobs(ir: ProgramIR, task: Task, kernel: Kernel) -> list[Strategy]:
             menu.append(make("persistent"))
         if not tuned and not split:
             menu.append(make("autotune"))
+    elif kernel.kind == "conv":
+        menu += _conv_knobs(kernel) if not tuned else []
     elif kernel.kind == "attention":
         if not tuned:
             bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
@@ -202,6 +219,29 @@ def _knobs(ir: ProgramIR, task: Task, kernel: Kernel) -> list[Strategy]:
             menu += [make("num_stages", s) for s in (1, 2, 3, 4)]
     if kernel.kind != "matmul" and not tuned:
         menu.append(make("autotune"))
+    return menu
+
+
+def _conv_knobs(kernel: Kernel) -> list[Strategy]:
+    """Tiles around the current one (a dot needs blocks of at least 16), warps and stages; group_m
+    and split_k are not implemented for convs."""
+    cfg = kernel.config
+    make = Strategy.make
+    bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
+    menu: list[Strategy] = []
+    if kernel.space["form"] == "gemm":
+        bk = cfg["BLOCK_K"]
+        tiles = [(bm * 2, bn, bk), (bm // 2, bn, bk), (bm, bn * 2, bk), (bm, bn // 2, bk),
+                 (bm, bn, 64 if bk == 32 else 32), (128, 128, 32), (128, 64, 32), (64, 128, 32)]
+        for m, n, k in dict.fromkeys(tiles):
+            if 16 <= m <= 256 and 16 <= n <= 256 and k in (16, 32, 64) and m * n <= 128 * 256:
+                menu.append(make("tile", BLOCK_M=m, BLOCK_N=n, BLOCK_K=k))
+    else:
+        for m, n in ((bm * 2, bn), (bm // 2, bn), (bm, bn * 2), (bm, bn // 2)):
+            if 16 <= m <= 256 and 16 <= n <= 128:
+                menu.append(make("tile", BLOCK_M=m, BLOCK_N=n))
+    menu += [make("num_warps", w) for w in (2, 4, 8)]
+    menu += [make("num_stages", s) for s in (1, 2, 3, 4)]
     return menu
 
 
@@ -219,7 +259,9 @@ def _reduce_splits(ir: ProgramIR, kernel: Kernel) -> list[Strategy]:
 
 def _dot_kernels(ir: ProgramIR) -> list[Kernel]:
     """The kernels whose dots read fp32 operands: what a `precision` step changes."""
-    return [k for k in ir.kernels() if k.kind in ("matmul", "attention") and _fp32_operands(ir, k)]
+    dots = [k for k in ir.kernels() if k.kind in ("matmul", "attention", "conv")
+            and not (k.kind == "conv" and k.space["form"] == "direct")]
+    return [k for k in dots if _fp32_operands(ir, k)]
 
 
 def _precisions(ir: ProgramIR, task: Task) -> list[Strategy]:
@@ -250,9 +292,14 @@ def smem_bytes(ir: ProgramIR, kernel: Kernel) -> int:
     launch (OutOfResources: 4 x 128 x (128 + 128) x 2 B of K and V tiles, plus Q's, is 288 KiB).
     Autotuned kernels are not counted: Triton's autotuner skips configurations that do not fit."""
     cfg = kernel.config
-    if cfg.get("autotune") or kernel.kind not in ("matmul", "attention"):
+    if cfg.get("autotune") or kernel.kind not in ("matmul", "attention", "conv"):
         return 0
     stages = max(1, int(cfg.get("num_stages", 1)))
+    if kernel.kind == "conv":
+        if kernel.space["form"] == "direct":
+            return 0  # no tile is staged through shared memory
+        itemsize = _ITEMSIZE.get(kernel.space["dtype"], 4)
+        return stages * (cfg["BLOCK_M"] + cfg["BLOCK_N"]) * cfg["BLOCK_K"] * itemsize
     if kernel.kind == "matmul":
         itemsize = _ITEMSIZE.get(ir.values[kernel.space["a"]]["dtype"], 4)
         bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
@@ -271,12 +318,16 @@ def apply(ir: ProgramIR, task: Task, strategy: Strategy) -> ProgramIR:
     kind = strategy.kind
     if kind == "fuse":
         return _fuse(ir, str(strategy.value))
-    if kind in ("port", "stop", "fix", "library"):
+    if kind == "library":
+        _require(str(strategy.value) in library_ops(ir, task.library_ops),
+                 f"no Triton {strategy.value} the task lets a vendor call compute")
+        return to_library(ir, str(strategy.value), POINTWISE_CONFIG)
+    if kind in ("port", "stop", "fix"):
         raise CoderError(f"`{strategy}` is not an IR step of the template coder")
     new = copy.deepcopy(ir)
     if kind == "precision":
         dots = _dot_kernels(new)
-        _require(bool(dots), "precision applies to matmul/attention kernels with fp32 operands")
+        _require(bool(dots), "precision applies to matmul/conv/attention kernels with fp32 operands")
         for kernel in dots:
             _configure(new, task, kernel, strategy)
         return new
@@ -311,7 +362,7 @@ def _configure(new: ProgramIR, task: Task, kernel: Kernel, strategy: Strategy) -
             raise CoderError(f"`{strategy}` does not fit the {kernel.kind} kernel {kernel.name}: "
                              f"it takes {' '.join(k + '=..' for k in allowed)}")
         _require(not cfg.get("autotune"), "the kernel is autotuned")
-        if kernel.kind == "matmul":
+        if kernel.kind in ("matmul", "conv"):
             _require(all(args[k] >= 16 for k in args), "tl.dot needs blocks of at least 16")
         # the row's block becomes the step's, not the form's (where the two differ)
         by_form = kernel.kind == "reduce" and not _is_column(kernel) and \
@@ -324,7 +375,7 @@ def _configure(new: ProgramIR, task: Task, kernel: Kernel, strategy: Strategy) -
         _require(not cfg.get("autotune"), "the kernel is autotuned")
         cfg["num_warps"] = int(value)
     elif kind == "num_stages":
-        _require(kernel.kind in ("matmul", "attention", "reduce") and 1 <= int(value) <= 8,
+        _require(kernel.kind in ("matmul", "attention", "reduce", "conv") and 1 <= int(value) <= 8,
                  "num_stages applies to kernels with a pipelined loop")
         _require(not cfg.get("autotune"), "the kernel is autotuned")
         cfg["num_stages"] = int(value)
@@ -365,8 +416,10 @@ def _configure(new: ProgramIR, task: Task, kernel: Kernel, strategy: Strategy) -
 
 
 def _tile_keys(kernel: Kernel) -> list[str]:
-    if kernel.kind == "matmul":
+    if kernel.kind == "matmul" or kernel.kind == "conv" and kernel.space["form"] == "gemm":
         return ["BLOCK_M", "BLOCK_N", "BLOCK_K"]
+    if kernel.kind == "conv":
+        return ["BLOCK_M", "BLOCK_N"]
     if kernel.kind == "attention" or _is_column(kernel):
         return ["BLOCK_M", "BLOCK_N"]
     return ["BLOCK"]

@@ -13,14 +13,15 @@ import builtins
 import re
 import textwrap
 
-from coders.template.emit import attention, matmul, pointwise, reduce
+from coders.template.emit import attention, conv, matmul, pointwise, reduce
 from coders.template.emit.common import Writer
 from coders.template.emit.launch import Launcher, emit_configs
 from coders.template.graph import unsupported
 from coders.template.ir import Kernel, ProgramIR, PyStep
 from mtmc.tasks import Task
 
-_EMITTERS = {"pointwise": pointwise, "reduce": reduce, "matmul": matmul, "attention": attention}
+_EMITTERS = {"pointwise": pointwise, "reduce": reduce, "matmul": matmul, "attention": attention,
+             "conv": conv}
 _KNOWN = {"torch", "nn", "F", "math", "self", "super"} | set(dir(builtins))
 
 
