@@ -17,18 +17,11 @@ from coders.template.emit import conv as conv_emit
 from coders.template.emit import matmul as matmul_emit
 from coders.template.emit import reduce as reduce_emit
 from coders.template.emit.common import FusionError, check_operands, needed
-from coders.template.ir import (
-    GEMM_KINDS,
-    Kernel,
-    Op,
-    Operand,
-    Output,
-    ProgramIR,
-    PyStep,
-    step_outs,
-    step_uses,
-)
+from coders.template.ir import Kernel, Op, Operand, Output, ProgramIR, PyStep, step_outs, step_uses
 from coders.template.lower import attention_kernel
+
+# kernels computing a GEMM (explicit or implicit) on an fp32 tile: hosts of elementwise epilogues
+GEMM_KINDS = ("matmul", "conv")
 
 
 class NotFusable(ValueError):

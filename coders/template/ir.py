@@ -140,8 +140,6 @@ def step_outs(step: Kernel | PyStep) -> list[str]:
 
 
 SPACE_VALUES = ("input", "a", "b", "q", "k", "v", "bias", "weight")
-# kernels computing a GEMM (explicit or implicit) on an fp32 tile: they host elementwise epilogues
-GEMM_KINDS = ("matmul", "conv")
 
 
 def step_uses(step: Kernel | PyStep) -> list[str]:

@@ -259,7 +259,7 @@ def _reduce_splits(ir: ProgramIR, kernel: Kernel) -> list[Strategy]:
 
 def _dot_kernels(ir: ProgramIR) -> list[Kernel]:
     """The kernels whose dots read fp32 operands: what a `precision` step changes."""
-    dots = [k for k in ir.kernels() if k.kind in ("matmul", "attention", "conv")
+    dots = [k for k in ir.kernels() if k.kind in (*fuse.GEMM_KINDS, "attention")
             and not (k.kind == "conv" and k.space["form"] == "direct")]
     return [k for k in dots if _fp32_operands(ir, k)]
 
