@@ -20,6 +20,12 @@ Two forms (the traced shapes choose, both are correct at every size):
           per program. The direct form's tile spans channels of all groups and does only useful
           FMAs. (A reasoned choice, not yet measured on a GPU.)
 The bias is the first op of the epilogue (acc + bias[channel]); `fuse epilogue` adds more.
+
+Precision: fp32 gemm convs start with "ieee" dots (fp32 FMAs, as the verifier's reference and the
+eager baseline run with TF32 off); the `precision` step moves them to "tf32x3" (three TF32
+tensor-core products, about fp32 accuracy) or, where the task allows, "tf32". 16-bit inputs
+multiply on the tensor cores and accumulate in fp32. The direct form always multiplies and
+accumulates in fp32 (no dot, so no precision step).
 """
 
 from __future__ import annotations
