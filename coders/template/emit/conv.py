@@ -59,6 +59,15 @@ def _precision(kernel: Kernel) -> str:
     return kernel.config.get("precision", "ieee")
 
 
+def _product(names: list[str]) -> str:
+    """`a * b` as a term that can be multiplied or indexed safely."""
+    return _grouped(" * ".join(names))
+
+
+def _grouped(expr: str) -> str:
+    return expr if expr.isidentifier() else f"({expr})"
+
+
 def _geometry_params(kernel: Kernel) -> list[str]:
     names = []
     for what in ("in", "out", "ks", "stride", "pad", "dil"):
@@ -94,16 +103,15 @@ def _window(w: Writer, kernel: Kernel, tap: str, shape: str) -> tuple[str, str]:
         rows, cols = ("[:, None]", "[None, :]") if shape == "2d" else ("", "")
         w(f"i_{s} = i0_{s}{rows} + k_{s}{cols} * dil_{s}")
         inside.append(f"(i_{s} >= 0) & (i_{s} < in_{s})")
-        offset = f"i_{s}" if offset is None else f"{offset} * in_{s} + i_{s}"
-        offset = f"({offset})" if s != dims[-1] else offset
+        offset = f"i_{s}" if offset is None else f"{_grouped(offset)} * in_{s} + i_{s}"
     return offset, " & ".join(inside)
 
 
 def _k_loop_gemm(w: Writer, kernel: Kernel) -> None:
-    plane = " * ".join(f"in_{s}" for s in spatial(kernel))
+    plane = _product([f"in_{s}" for s in spatial(kernel)])
     w("offs_k = tl.arange(0, BLOCK_K)")
     w("# each row's input image and group; columns past the group's channels wrap, the store masks them")
-    w(f"x_rows = x_ptr + (img * C_in + grp * CIG) * ({plane})")
+    w(f"x_rows = x_ptr + (img * C_in + grp * CIG) * {plane}")
     w("w_cols = w_ptr + (grp * COG + offs_n % COG).to(tl.int64) * K")
     w("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)")
     w("for k0 in range(0, K, BLOCK_K):")
@@ -113,25 +121,25 @@ def _k_loop_gemm(w: Writer, kernel: Kernel) -> None:
     offset, inside = _window(w, kernel, "k", "2d")
     w("# the im2col gather: zero where the window leaves the input (the padding)")
     w(f"a_mask = k_in[None, :] & {inside}")
-    w(f"a = tl.load(x_rows[:, None] + chan[None, :] * ({plane}) + {offset}, mask=a_mask, other=0.0)")
+    w(f"a = tl.load(x_rows[:, None] + chan[None, :] * {plane} + {offset}, mask=a_mask, other=0.0)")
     w("b = tl.load(w_cols[None, :] + k[:, None], mask=k_in[:, None], other=0.0)")
     w(f'acc = tl.dot(a, b, acc, input_precision="{_precision(kernel)}")')
     w.dedent()
 
 
 def _k_loop_direct(w: Writer, kernel: Kernel) -> None:
-    plane = " * ".join(f"in_{s}" for s in spatial(kernel))
+    plane = _product([f"in_{s}" for s in spatial(kernel)])
     w("# each column's output channel reads the input channels of its group")
     w("chan_o = offs_n % C_out")
     w("x_chan = (chan_o // COG) * CIG")
-    w(f"x_rows = x_ptr + img * C_in * ({plane})")
+    w(f"x_rows = x_ptr + img * C_in * {plane}")
     w("w_cols = w_ptr + chan_o.to(tl.int64) * K")
     w("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)")
     w("for tap in range(0, K):")
     w.indent()
     offset, inside = _window(w, kernel, "tap", "1d")
     w(f"inside = {inside}")
-    w(f"a = tl.load(x_rows[:, None] + (x_chan[None, :] + chan) * ({plane}) + ({offset})[:, None], "
+    w(f"a = tl.load(x_rows[:, None] + (x_chan[None, :] + chan) * {plane} + {_grouped(offset)}[:, None], "
       "mask=inside[:, None], other=0.0)")
     w("b = tl.load(w_cols + tap)")
     w("acc += a.to(tl.float32) * b.to(tl.float32)[None, :]")
