@@ -223,16 +223,16 @@ def _knobs(ir: ProgramIR, task: Task, kernel: Kernel) -> list[Strategy]:
 
 
 def _conv_knobs(kernel: Kernel) -> list[Strategy]:
-    """Tiles around the current one (a dot needs blocks of at least 16), warps and stages; group_m
-    and split_k are not implemented for convs."""
+    """Neighbouring tiles (a dot needs blocks of at least 16), warps and stages; autotune holds the
+    wider search. A short menu: each step is verified on the interpreter, where a conv program
+    costs several times an elementwise one. group_m and split_k are not implemented for convs."""
     cfg = kernel.config
     make = Strategy.make
     bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
     menu: list[Strategy] = []
     if kernel.space["form"] == "gemm":
         bk = cfg["BLOCK_K"]
-        tiles = [(bm * 2, bn, bk), (bm // 2, bn, bk), (bm, bn * 2, bk), (bm, bn // 2, bk),
-                 (bm, bn, 64 if bk == 32 else 32), (128, 128, 32), (128, 64, 32), (64, 128, 32)]
+        tiles = [(bm * 2, bn, bk), (bm // 2, bn, bk), (bm, bn * 2, bk), (bm, bn, 64 if bk == 32 else 32)]
         for m, n, k in dict.fromkeys(tiles):
             if 16 <= m <= 256 and 16 <= n <= 256 and k in (16, 32, 64) and m * n <= 128 * 256:
                 menu.append(make("tile", BLOCK_M=m, BLOCK_N=n, BLOCK_K=k))
@@ -240,8 +240,8 @@ def _conv_knobs(kernel: Kernel) -> list[Strategy]:
         for m, n in ((bm * 2, bn), (bm // 2, bn), (bm, bn * 2), (bm, bn // 2)):
             if 16 <= m <= 256 and 16 <= n <= 128:
                 menu.append(make("tile", BLOCK_M=m, BLOCK_N=n))
-    menu += [make("num_warps", w) for w in (2, 4, 8)]
-    menu += [make("num_stages", s) for s in (1, 2, 3, 4)]
+    menu += [make("num_warps", w) for w in (4, 8)]
+    menu += [make("num_stages", s) for s in (2, 3, 4)]
     return menu
 
 

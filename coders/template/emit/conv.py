@@ -76,7 +76,8 @@ def _geometry_params(kernel: Kernel) -> list[str]:
 
 
 def _pixel_indices(w: Writer, kernel: Kernel, rows: str) -> None:
-    """Output pixel (image, o_<dim>) of each row, and the input position its window starts at."""
+    """Output pixel (image, o_<dim>) of each row, the input position its window starts at
+    (i0_<dim>), and that position's offset within a channel plane (x_start)."""
     dims = spatial(kernel)
     w(f"rest = {rows}")
     for s in reversed(dims):
@@ -85,43 +86,50 @@ def _pixel_indices(w: Writer, kernel: Kernel, rows: str) -> None:
     w("img = rest.to(tl.int64)")
     for s in dims:
         w(f"i0_{s} = o_{s} * stride_{s} - pad_{s}")
+    w(f"x_start = {_flat_offset(dims, 'i0')}")
 
 
-def _window(w: Writer, kernel: Kernel, tap: str, shape: str) -> tuple[str, str]:
-    """Input offsets (within one channel plane) and in-range mask at K index `tap`; sets `chan`.
+def _flat_offset(dims: list[str], prefix: str) -> str:
+    """Row-major offset of (prefix_d, prefix_h, prefix_w) in a channel plane."""
+    offset = None
+    for s in dims:
+        offset = f"{prefix}_{s}" if offset is None else f"{_grouped(offset)} * in_{s} + {prefix}_{s}"
+    return offset
 
-    K runs in the weight's order: input channel, then the kernel offsets. `shape` "2d": rows
-    (pixels) broadcast against a vector of K indices; "1d": one K index for every row."""
+
+def _window(w: Writer, kernel: Kernel, tap: str) -> list[str]:
+    """Decompose K index `tap` (input channel, then the kernel offsets: the weight's order) into
+    `chan` and per-dim input displacements `dk_<dim>`, and `k_off`: the input element's offset from
+    the row's window start. An input address is x_start (per row) + k_off (per K index): the
+    gather costs one add per element. Returns the in-range test of each dim (i0 + dk inside)."""
     dims = spatial(kernel)
     w(f"rest_k = {tap}")
     for s in reversed(dims):
-        w(f"k_{s} = rest_k % ks_{s}")
+        w(f"dk_{s} = (rest_k % ks_{s}) * dil_{s}")
         w(f"rest_k = rest_k // ks_{s}")
     w("chan = rest_k  # the input channel within the group")
-    inside, offset = [], None
-    for s in dims:
-        rows, cols = ("[:, None]", "[None, :]") if shape == "2d" else ("", "")
-        w(f"i_{s} = i0_{s}{rows} + k_{s}{cols} * dil_{s}")
-        inside.append(f"(i_{s} >= 0) & (i_{s} < in_{s})")
-        offset = f"i_{s}" if offset is None else f"{_grouped(offset)} * in_{s} + i_{s}"
-    return offset, " & ".join(inside)
+    w(f"k_off = chan * {_product([f'in_{s}' for s in dims])} + {_flat_offset(dims, 'dk')}")
+    return dims
 
 
 def _k_loop_gemm(w: Writer, kernel: Kernel) -> None:
     plane = _product([f"in_{s}" for s in spatial(kernel)])
     w("offs_k = tl.arange(0, BLOCK_K)")
     w("# each row's input image and group; columns past the group's channels wrap, the store masks them")
-    w(f"x_rows = x_ptr + (img * C_in + grp * CIG) * {plane}")
+    w(f"x_rows = x_ptr + (img * C_in + grp * CIG) * {plane} + x_start")
     w("w_cols = w_ptr + (grp * COG + offs_n % COG).to(tl.int64) * K")
     w("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)")
     w("for k0 in range(0, K, BLOCK_K):")
     w.indent()
     w("k = k0 + offs_k")
     w("k_in = k < K")
-    offset, inside = _window(w, kernel, "k", "2d")
+    dims = _window(w, kernel, "k")
     w("# the im2col gather: zero where the window leaves the input (the padding)")
-    w(f"a_mask = k_in[None, :] & {inside}")
-    w(f"a = tl.load(x_rows[:, None] + chan[None, :] * {plane} + {offset}, mask=a_mask, other=0.0)")
+    w("a_mask = k_in[None, :]")
+    for s in dims:
+        w(f"i_{s} = i0_{s}[:, None] + dk_{s}[None, :]")
+        w(f"a_mask = a_mask & (i_{s} >= 0) & (i_{s} < in_{s})")
+    w("a = tl.load(x_rows[:, None] + k_off[None, :], mask=a_mask, other=0.0)")
     w("b = tl.load(w_cols[None, :] + k[:, None], mask=k_in[:, None], other=0.0)")
     w(f'acc = tl.dot(a, b, acc, input_precision="{_precision(kernel)}")')
     w.dedent()
@@ -131,16 +139,15 @@ def _k_loop_direct(w: Writer, kernel: Kernel) -> None:
     plane = _product([f"in_{s}" for s in spatial(kernel)])
     w("# each column's output channel reads the input channels of its group")
     w("chan_o = offs_n % C_out")
-    w("x_chan = (chan_o // COG) * CIG")
-    w(f"x_rows = x_ptr + img * C_in * {plane}")
+    w(f"x_cols = (chan_o // COG) * CIG * {plane}")
+    w(f"x_rows = x_ptr + img * C_in * {plane} + x_start")
     w("w_cols = w_ptr + chan_o.to(tl.int64) * K")
     w("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)")
     w("for tap in range(0, K):")
     w.indent()
-    offset, inside = _window(w, kernel, "tap", "1d")
-    w(f"inside = {inside}")
-    w(f"a = tl.load(x_rows[:, None] + (x_chan[None, :] + chan) * {plane} + {_grouped(offset)}[:, None], "
-      "mask=inside[:, None], other=0.0)")
+    dims = _window(w, kernel, "tap")
+    w("inside = " + " & ".join(f"(i0_{s} + dk_{s} >= 0) & (i0_{s} + dk_{s} < in_{s})" for s in dims))
+    w("a = tl.load(x_rows[:, None] + (x_cols + k_off)[None, :], mask=inside[:, None], other=0.0)")
     w("b = tl.load(w_cols + tap)")
     w("acc += a.to(tl.float32) * b.to(tl.float32)[None, :]")
     w.dedent()
