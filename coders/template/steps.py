@@ -150,9 +150,8 @@ def legal(ir: ProgramIR, task: Task) -> list[Strategy]:
     for kind in ("attention", "softmax"):
         if fuse.fuse_attention(ir, kind) is not None:
             out.append(Strategy.make("fuse", kind))
-    out += [Strategy.make("library", op) for op in library_ops(ir, task.library_ops)]
-    if not ir.kernels():
-        return out  # a vendor conv alone: nothing left to tune
+    out += [Strategy.make("library", op) for op in library_ops(ir, task.library_ops)
+            if to_library(ir, op, POINTWISE_CONFIG).kernels()]
     kernel = dominant(ir)
     out += [s for s in _knobs(ir, task, kernel) + _precisions(ir, task) if _useful(ir, task, s)]
     return out
@@ -321,7 +320,10 @@ def apply(ir: ProgramIR, task: Task, strategy: Strategy) -> ProgramIR:
     if kind == "library":
         _require(str(strategy.value) in library_ops(ir, task.library_ops),
                  f"no Triton {strategy.value} the task lets a vendor call compute")
-        return to_library(ir, str(strategy.value), POINTWISE_CONFIG)
+        new = to_library(ir, str(strategy.value), POINTWISE_CONFIG)
+        # the verifier rejects a program that launches no Triton kernel of its own (a decoy)
+        _require(bool(new.kernels()), "the vendor call would leave no Triton kernel")
+        return new
     if kind in ("port", "stop", "fix"):
         raise CoderError(f"`{strategy}` is not an IR step of the template coder")
     new = copy.deepcopy(ir)

@@ -189,3 +189,24 @@ def test_half_inputs_accumulate_in_fp32(tmp_path):
     program = coder.apply(task, None, PORT)
     assert "acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)" in program.source
     assert torch.float16 == task.make_inputs(0, task.sizes("cpu")[0])[0].dtype
+
+
+def test_library_step_keeps_the_epilogue_in_triton_and_is_not_offered_for_a_bare_conv(tmp_path):
+    def allowing(source: str) -> str:
+        return source.replace('MTMC = {"cpu_sizes"', 'MTMC = {"library": ["conv2d"], "cpu_sizes"')
+
+    with_bias = allowing(geometry_task(2, 3, "padding=1", ONE_SIZE).source)
+    bare = allowing(geometry_task(2, 3, "padding=1, bias=False", ONE_SIZE).source)
+    library = Strategy.parse("library conv2d")
+    task = Task(name="conv_library", source=with_bias)
+    assert task.library_ops == ("conv2d",)
+    program = coder.apply(task, None, PORT)
+    assert library in coder.legal_strategies(task, program)
+    vendor = coder.apply(task, program, library)
+    assert [k.kind for k in kernels(vendor)] == ["pointwise"]  # the bias add
+    check(task, vendor, tmp_path)
+    task = Task(name="conv_library_bare", source=bare)
+    program = coder.apply(task, None, PORT)
+    assert library not in coder.legal_strategies(task, program)
+    with pytest.raises(CoderError, match="no Triton kernel"):
+        coder.apply(task, program, library)
