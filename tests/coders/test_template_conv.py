@@ -210,3 +210,40 @@ def test_library_step_keeps_the_epilogue_in_triton_and_is_not_offered_for_a_bare
     assert library not in coder.legal_strategies(task, program)
     with pytest.raises(CoderError, match="no Triton kernel"):
         coder.apply(task, program, library)
+
+
+FUNCTIONAL_SOURCE = '''
+import torch
+import torch.nn as nn
+
+B, C_IN, C_OUT, L = 2, 3, 5, 13
+
+
+class Model(nn.Module):
+    def __init__(self, c_in, c_out):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(c_out, c_in, 3))
+        self.bias = nn.Parameter(torch.randn(c_out))
+
+    def forward(self, x):
+        return torch.conv1d(x, self.weight, self.bias, 2, "valid") * 0.5
+
+
+def get_inputs():
+    return [torch.randn(B, C_IN, L)]
+
+
+def get_init_inputs():
+    return [C_IN, C_OUT]
+
+
+MTMC = {"cpu_sizes": [{"B": 2, "C_IN": 3, "C_OUT": 5, "L": 13}, {"B": 1, "C_IN": 2, "C_OUT": 7, "L": 8}]}
+'''
+
+
+def test_torch_conv_call_with_positional_arguments(tmp_path):
+    task = Task(name="conv1d_functional", source=FUNCTIONAL_SOURCE)
+    program = coder.apply(task, None, PORT)
+    program = coder.apply(task, program, Strategy.parse("fuse epilogue"))
+    assert [k.kind for k in kernels(program)] == ["conv"]
+    check(task, program, tmp_path)
