@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from coders.template import TemplateCoder, steps
+from coders.template.emit import conv as conv_emit
 from coders.template.emit.program import generate
 from coders.template.ir import ProgramIR
 from mtmc.program import Program
@@ -146,17 +147,12 @@ def test_autotuned_conv_configs_are_valid_and_match(name, tmp_path):
     program = coder.apply(task, program, Strategy.parse("fuse epilogue"))
     program = coder.apply(task, program, Strategy.parse("autotune"))
     (conv,) = kernels(program)
-    configs = coder_tuning_space(conv)
+    configs = conv_emit.tuning_space(conv)
     assert configs[0] == {k: conv.config[k] for k in configs[0]}  # the current config first
     assert len(configs) == len({tuple(sorted(c.items())) for c in configs}) >= 4
     for cfg in configs:
         assert all(cfg[k] >= 16 for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K") if k in cfg)
     check(task, program, tmp_path)
-
-
-def coder_tuning_space(kernel) -> list[dict]:
-    from coders.template.emit import conv as conv_emit
-    return conv_emit.tuning_space(kernel)
 
 
 def test_tiny_tiles_walk_several_k_blocks(tmp_path):
