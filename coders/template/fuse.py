@@ -13,6 +13,7 @@ import copy
 import re
 from dataclasses import replace
 
+from coders.template.emit import conv as conv_emit
 from coders.template.emit import conv_transpose as conv_transpose_emit
 from coders.template.emit import matmul as matmul_emit
 from coders.template.emit import reduce as reduce_emit
@@ -20,8 +21,9 @@ from coders.template.emit.common import FusionError, check_operands, needed
 from coders.template.ir import Kernel, Op, Operand, Output, ProgramIR, PyStep, step_outs, step_uses
 from coders.template.lower import attention_kernel
 
-# GEMM-like kernel kinds: an fp32 accumulator tile whose epilogue hosts the elementwise ops after it
-EPILOGUE_HOSTS = ("matmul", "conv_transpose")
+# kernels computing a GEMM (explicit or implicit) on an fp32 accumulator tile: hosts of the
+# elementwise epilogues after them, never guests of another kernel
+GEMM_KINDS = ("matmul", "conv", "conv_transpose")
 
 
 class NotFusable(ValueError):
@@ -58,6 +60,8 @@ def validate(kernel: Kernel) -> None:
             raise FusionError("the split reduction would need dependent passes")
     elif kernel.kind == "matmul":
         check_operands(kernel, matmul_emit.epilogue_axes(kernel))
+    elif kernel.kind == "conv":
+        conv_emit.check(kernel)
     elif kernel.kind == "conv_transpose":
         check_operands(kernel, conv_transpose_emit.epilogue_axes(kernel))
 
@@ -162,7 +166,7 @@ def merge(ir: ProgramIR, producer: Kernel, consumer: Kernel) -> ProgramIR:
         consumer.kind == "reduce" or (consumer.kind == "pointwise" and broadcasts(
             space_shape(ir, producer), space_shape(ir, consumer))))
     host, guest = (consumer, producer) if prologue else (producer, consumer)
-    if host.kind == "attention" or guest.kind in EPILOGUE_HOSTS + ("attention",):
+    if host.kind == "attention" or guest.kind in (*GEMM_KINDS, "attention"):
         raise NotFusable("attention, matmul and conv kernels only take elementwise epilogues")
     if host.kind == "pointwise" and guest.kind == "reduce":
         raise NotFusable("a pointwise kernel cannot host a reduction")

@@ -10,6 +10,7 @@ methods, torch.* functions and nn modules that mean the same op all map to one c
     pw                an elementwise op (canonical names in coders/template/ops.py)
     red               a reduction family op over contiguous dims `red=[d0, d1]` of its first arg
     matmul            linear / mm / bmm / matmul (+ bias)
+    conv              conv1d / conv2d / conv3d (+ bias)
     conv_transpose    ConvTranspose1d/2d/3d (+ bias), geometry read at run time (conv_transpose_lower.py)
     attention         scaled dot-product attention
 """
@@ -45,7 +46,7 @@ class Ref:
 @dataclass
 class GNode:
     name: str
-    kind: str  # input | param | py | pw | red | matmul | attention | conv_transpose
+    kind: str  # input | param | py | pw | red | matmul | conv | conv_transpose | attention
     op: str = ""
     args: list[Any] = field(default_factory=list)
     attrs: dict[str, Any] = field(default_factory=dict)
@@ -860,23 +861,15 @@ def _h_sdpa(nz: _Normalizer, name: str, op: str, b: dict, result: Any) -> Ref:
 
 
 def _h_conv(nz: _Normalizer, name: str, op: str, b: dict, result: Any) -> Ref:
-    x, w, bias = b["input"], b["weight"], b.get("bias")
-    if op not in nz.library_ops():
-        raise unsupported(f"{op} (the task does not allow a library {op}; no Triton conv yet)")
-    kw = {k: b[k] for k in ("stride", "padding", "dilation", "groups") if k in b}
-    expr = (f"torch.nn.functional.{op}({x.name}, {w.name}, None"
-            + "".join(f", {k}={render(v)}" for k, v in kw.items()) + ")")
-    conv = nz.py(f"{name}_conv" if bias is not None else name, expr, result, library=True,
-                 args=[x, w])
-    if bias is None:
-        return conv
-    rank = len(result.shape)
-    shape = "(-1" + ", 1" * (rank - 2) + ")"
-    bias_meta = torch.empty(nz.shape(bias)[0], *([1] * (rank - 2)), device="meta",
-                            dtype=nz.meta(bias).dtype)
-    view = nz.py(f"{name}_bias", f"{bias.name}.view{shape}", bias_meta, alias_of=bias.name,
-                 args=[bias])
-    return nz.add(name, "pw", "add", [conv, view], like=result)
+    """A Triton convolution, lowered by coders/template/conv_lower.py. Its geometry stays as the
+    call gave it; numbers only: a computed stride is no structure to specialize a kernel on."""
+    attrs = {"stride": b.get("stride", 1), "padding": b.get("padding", 0),
+             "dilation": b.get("dilation", 1), "groups": b.get("groups", 1)}
+    for key, value in attrs.items():
+        if any(isinstance(v, Ref) for v in _flat([value])):
+            raise unsupported(f"{op} with a computed {key}")
+        attrs[key] = list(value) if isinstance(value, list | tuple) else value
+    return nz.add(name, "conv", op, [b["input"], b["weight"], b.get("bias")], attrs, like=result)
 
 
 def _h_conv_transpose(nz: _Normalizer, name: str, op: str, b: dict, result: Any) -> Ref:
@@ -932,13 +925,14 @@ def _m_linear(nz, n, module, path, args, kwargs, result):
 
 
 def _m_conv(nz, n, module, path, args, kwargs, result):
-    if module.padding_mode != "zeros" or isinstance(module.padding, str):
-        raise unsupported(f"{type(module).__name__} with padding={module.padding!r}, "
-                          f"padding_mode={module.padding_mode!r}")
+    if module.padding_mode != "zeros":
+        raise unsupported(f"{type(module).__name__} with padding_mode={module.padding_mode!r} "
+                          "(only 'zeros')")
     op = {nn.Conv1d: "conv1d", nn.Conv2d: "conv2d", nn.Conv3d: "conv3d"}[type(module)]
     bias = nz.param(f"{path}.bias") if module.bias is not None else None
+    padding = module.padding if isinstance(module.padding, str) else tuple(module.padding)
     b = {"input": args[0], "weight": nz.param(f"{path}.weight"), "bias": bias,
-         "stride": tuple(module.stride), "padding": tuple(module.padding),
+         "stride": tuple(module.stride), "padding": padding,
          "dilation": tuple(module.dilation), "groups": module.groups}
     return _h_conv(nz, n.name, op, b, result)
 

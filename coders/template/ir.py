@@ -20,6 +20,8 @@ Kernel kinds and their `space` dict:
                                                           (b is (..., K, N)); the epilogue body
                                                           starts from the accumulator op "acc"
     attention  {"q", "k", "v", "causal", "scale"}         flash attention, no epilogue
+    conv       {"input", "weight", "op", "form", "stride",  conv1d/2d/3d forward (coders/template/
+                "padding", "dilation"}                    conv_lower.py); epilogue as for matmul
     conv_transpose {"input", "weight", "geometry", "dims"} transposed conv over its output
                                                           (N, C_out, *spatial); epilogue from "acc"
 """
@@ -60,7 +62,7 @@ class Output:
 @dataclass
 class Kernel:
     name: str
-    kind: str  # pointwise | reduce | matmul | attention | conv_transpose
+    kind: str  # pointwise | reduce | matmul | conv | conv_transpose | attention
     space: dict[str, Any]
     operands: list[Operand]
     body: list[Op]

@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 
+from coders.template.conv_lower import lower_conv
 from coders.template.conv_transpose_lower import lower_conv_transpose
 from coders.template.graph import GNode, Graph, Ref, _Unsupported, render, unsupported
 from coders.template.ir import Kernel, Op, Operand, Output, ProgramIR, PyStep
@@ -57,6 +58,8 @@ def lower(graph: Graph) -> ProgramIR:
             ir.steps.append(_reduce(graph, ir, node))
         elif node.kind == "matmul":
             ir.steps.append(_matmul(graph, ir, node))
+        elif node.kind == "conv":
+            ir.steps.append(lower_conv(graph, ir, node))
         elif node.kind == "attention":
             ir.steps.append(_attention(graph, ir, node))
         elif node.kind == "conv_transpose":

@@ -6,7 +6,9 @@ and bytes moved against an H100-class roofline), and to its twins (kernels of th
 dtype and configuration, such as the gate and up projections of a SwiGLU). `fuse epilogue` /
 `fuse prologue` merge the first fusable producer/consumer pair in program order; `fuse attention` swaps a
 matmul -> softmax -> matmul chain for a flash-attention kernel, `fuse softmax` a matmul -> softmax
-chain for a flash kernel that writes the probabilities. Every legal step changes the
+chain for a flash kernel that writes the probabilities; `library conv2d` swaps a Triton conv for
+the vendor call where the task allows it (its epilogue stays a Triton kernel). Every legal step
+changes the
 program; menus are small and discrete so a planner can score all of them.
 """
 
@@ -17,9 +19,11 @@ import math
 from typing import Any
 
 from coders.template import conv_transpose_lower, fuse
+from coders.template.conv_lower import conv_flops, conv_gemm, library_ops, to_library
 from coders.template.emit import reduce as reduce_emit
 from coders.template.emit.reduce import Layout
 from coders.template.ir import SPACE_VALUES, Kernel, ProgramIR
+from coders.template.lower import POINTWISE_CONFIG
 from mtmc.protocols import CoderError
 from mtmc.strategies import Strategy
 from mtmc.tasks import Task
@@ -39,7 +43,7 @@ GROUPS = (1, 4, 8, 16)
 SPLITS = (1, 2, 4, 8)
 SMS = 132  # H100 / H200
 SMEM_BYTES = 227 * 1024  # the most shared memory one program may use on an H100 / H200
-DOT_KINDS = fuse.EPILOGUE_HOSTS + ("attention",)  # kernels built on tl.dot
+DOT_KINDS = (*fuse.GEMM_KINDS, "attention")  # kernels with a pipelined tl.dot loop (but see uses_dot)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -78,6 +82,8 @@ def cost(ir: ProgramIR, kernel: Kernel) -> float:
         batch, m, n, k = matmul_mnk(ir, kernel)
         flops = 2 * batch * m * n * k
         dtype = ir.values[kernel.space["a"]]["dtype"]
+    elif kernel.kind == "conv":
+        flops = conv_flops(ir, kernel)
     elif kernel.kind == "conv_transpose":
         flops = conv_transpose_lower.flops(ir, kernel)
         dtype = kernel.space["dtype"]
@@ -111,6 +117,11 @@ def programs(ir: ProgramIR, kernel: Kernel) -> int:
         return batch * -(-m // cfg["BLOCK_M"]) * -(-n // cfg["BLOCK_N"]) * split
     if kernel.kind == "attention":
         return _numel(shape[:-2]) * -(-shape[-2] // cfg["BLOCK_M"])
+    if kernel.kind == "conv":
+        groups, m, n, _ = conv_gemm(ir, kernel)
+        if kernel.space["form"] == "direct":  # one tile spans the channels of every group
+            return -(-m // cfg["BLOCK_M"]) * -(-(n * groups) // cfg["BLOCK_N"])
+        return groups * -(-m // cfg["BLOCK_M"]) * -(-n // cfg["BLOCK_N"])
     if kernel.kind == "conv_transpose":
         return conv_transpose_lower.programs(ir, kernel)
     return -(-_numel(shape) // cfg.get("BLOCK", 1024))
@@ -123,12 +134,18 @@ def dominant(ir: ProgramIR) -> Kernel:
     return max(kernels, key=lambda k: cost(ir, k))
 
 
+def uses_dot(kernel: Kernel) -> bool:
+    """The kernel's inner loop is a tl.dot: a depthwise conv's direct form does per-tap FMAs."""
+    return kernel.kind in DOT_KINDS and not (kernel.kind == "conv" and kernel.space["form"] == "direct")
+
+
 def _is_column(kernel: Kernel) -> bool:
     return kernel.kind == "reduce" and Layout(kernel).column
 
 
 def _fp32_operands(ir: ProgramIR, kernel: Kernel) -> bool:
-    keys = {"matmul": ("a", "b"), "conv_transpose": ("input", "weight")}.get(kernel.kind, ("q", "k", "v"))
+    keys = {"matmul": ("a", "b"), "conv": ("input", "weight"), "conv_transpose": ("input", "weight")}
+    keys = keys.get(kernel.kind, ("q", "k", "v"))
     return all(ir.values[kernel.space[k]]["dtype"] == "float32" for k in keys if kernel.space[k] is not None)
 
 
@@ -144,6 +161,8 @@ def legal(ir: ProgramIR, task: Task) -> list[Strategy]:
     for kind in ("attention", "softmax"):
         if fuse.fuse_attention(ir, kind) is not None:
             out.append(Strategy.make("fuse", kind))
+    out += [Strategy.make("library", op) for op in library_ops(ir, task.library_ops)
+            if to_library(ir, op, POINTWISE_CONFIG).kernels()]
     kernel = dominant(ir)
     out += [s for s in _knobs(ir, task, kernel) + _precisions(ir, task) if _useful(ir, task, s)]
     return out
@@ -198,6 +217,8 @@ def _knobs(ir: ProgramIR, task: Task, kernel: Kernel) -> list[Strategy]:
             menu.append(make("persistent"))
         if not tuned and not split:
             menu.append(make("autotune"))
+    elif kernel.kind == "conv":
+        menu += _conv_knobs(kernel) if not tuned else []
     elif kernel.kind == "conv_transpose":
         if not tuned:
             menu += _conv_transpose_tiles(cfg)
@@ -216,6 +237,27 @@ def _knobs(ir: ProgramIR, task: Task, kernel: Kernel) -> list[Strategy]:
     return menu
 
 
+def _conv_knobs(kernel: Kernel) -> list[Strategy]:
+    """Neighbouring tiles (a dot needs blocks of at least 16), warps and stages; autotune holds the
+    wider search. A short menu: each step is verified on the interpreter, where a conv program
+    costs several times an elementwise one. group_m and split_k are not implemented for convs."""
+    cfg = kernel.config
+    make = Strategy.make
+    bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
+    menu: list[Strategy] = []
+    if kernel.space["form"] == "gemm":
+        bk = cfg["BLOCK_K"]
+        tiles = [(bm * 2, bn, bk), (bm // 2, bn, bk), (bm, bn * 2, bk), (bm, bn, 64 if bk == 32 else 32)]
+        for m, n, k in dict.fromkeys(tiles):
+            if 16 <= m <= 256 and 16 <= n <= 256 and k in (16, 32, 64) and m * n <= 128 * 256:
+                menu.append(make("tile", BLOCK_M=m, BLOCK_N=n, BLOCK_K=k))
+    else:
+        for m, n in ((bm * 2, bn), (bm // 2, bn), (bm, bn * 2), (bm, bn // 2)):
+            if 16 <= m <= 256 and 16 <= n <= 128:
+                menu.append(make("tile", BLOCK_M=m, BLOCK_N=n))
+    menu += [make("num_warps", w) for w in (4, 8)]
+    menu += [make("num_stages", s) for s in (2, 3, 4)]
+    return menu
 def _conv_transpose_tiles(cfg: dict[str, Any]) -> list[Strategy]:
     """Neighbours of the current tile (each block halved or doubled) and a few common presets."""
     bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
@@ -239,7 +281,7 @@ def _reduce_splits(ir: ProgramIR, kernel: Kernel) -> list[Strategy]:
 
 def _dot_kernels(ir: ProgramIR) -> list[Kernel]:
     """The kernels whose dots read fp32 operands: what a `precision` step changes."""
-    return [k for k in ir.kernels() if k.kind in DOT_KINDS and _fp32_operands(ir, k)]
+    return [k for k in ir.kernels() if uses_dot(k) and _fp32_operands(ir, k)]
 
 
 def _precisions(ir: ProgramIR, task: Task) -> list[Strategy]:
@@ -270,10 +312,10 @@ def smem_bytes(ir: ProgramIR, kernel: Kernel) -> int:
     launch (OutOfResources: 4 x 128 x (128 + 128) x 2 B of K and V tiles, plus Q's, is 288 KiB).
     Autotuned kernels are not counted: Triton's autotuner skips configurations that do not fit."""
     cfg = kernel.config
-    if cfg.get("autotune") or kernel.kind not in DOT_KINDS:
+    if cfg.get("autotune") or not uses_dot(kernel):
         return 0
     stages = max(1, int(cfg.get("num_stages", 1)))
-    if kernel.kind in fuse.EPILOGUE_HOSTS:
+    if kernel.kind in fuse.GEMM_KINDS:
         a = kernel.space["a"] if kernel.kind == "matmul" else kernel.space["input"]
         itemsize = _ITEMSIZE.get(ir.values[a]["dtype"], 4)
         bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
@@ -292,12 +334,19 @@ def apply(ir: ProgramIR, task: Task, strategy: Strategy) -> ProgramIR:
     kind = strategy.kind
     if kind == "fuse":
         return _fuse(ir, str(strategy.value))
-    if kind in ("port", "stop", "fix", "library"):
+    if kind == "library":
+        _require(str(strategy.value) in library_ops(ir, task.library_ops),
+                 f"no Triton {strategy.value} the task lets a vendor call compute")
+        new = to_library(ir, str(strategy.value), POINTWISE_CONFIG)
+        # the verifier rejects a program that launches no Triton kernel of its own (a decoy)
+        _require(bool(new.kernels()), "the vendor call would leave no Triton kernel")
+        return new
+    if kind in ("port", "stop", "fix"):
         raise CoderError(f"`{strategy}` is not an IR step of the template coder")
     new = copy.deepcopy(ir)
     if kind == "precision":
         dots = _dot_kernels(new)
-        _require(bool(dots), "precision applies to matmul/attention kernels with fp32 operands")
+        _require(bool(dots), "precision applies to matmul/conv/attention kernels with fp32 operands")
         for kernel in dots:
             _configure(new, task, kernel, strategy)
         return new
@@ -332,7 +381,7 @@ def _configure(new: ProgramIR, task: Task, kernel: Kernel, strategy: Strategy) -
             raise CoderError(f"`{strategy}` does not fit the {kernel.kind} kernel {kernel.name}: "
                              f"it takes {' '.join(k + '=..' for k in allowed)}")
         _require(not cfg.get("autotune"), "the kernel is autotuned")
-        if kernel.kind in fuse.EPILOGUE_HOSTS:
+        if uses_dot(kernel):
             _require(all(args[k] >= 16 for k in args), "tl.dot needs blocks of at least 16")
         # the row's block becomes the step's, not the form's (where the two differ)
         by_form = kernel.kind == "reduce" and not _is_column(kernel) and \
@@ -386,8 +435,10 @@ def _configure(new: ProgramIR, task: Task, kernel: Kernel, strategy: Strategy) -
 
 
 def _tile_keys(kernel: Kernel) -> list[str]:
-    if kernel.kind in fuse.EPILOGUE_HOSTS:
+    if kernel.kind in fuse.GEMM_KINDS and uses_dot(kernel):
         return ["BLOCK_M", "BLOCK_N", "BLOCK_K"]
+    if kernel.kind == "conv":
+        return ["BLOCK_M", "BLOCK_N"]
     if kernel.kind == "attention" or _is_column(kernel):
         return ["BLOCK_M", "BLOCK_N"]
     return ["BLOCK"]

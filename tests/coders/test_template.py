@@ -295,10 +295,21 @@ def test_unsupported_op_raises_coder_error():
         coder.apply(local_task("unsupported_cumsum"), None, PORT)
 
 
-def test_conv_needs_the_task_to_allow_the_library_call():
+def test_conv_ports_to_triton_and_goes_back_to_the_vendor_call_only_where_allowed(ports, tmp_path):
+    task = local_task("conv_bn_relu")
+    ir = ProgramIR.from_dict(ports["conv_bn_relu"].metadata["template_ir"])
+    assert "conv" in [k.kind for k in ir.kernels()]
+    library = Strategy.parse("library conv2d")
+    assert library in coder.legal_strategies(task, ports["conv_bn_relu"])
+    vendor = coder.apply(task, ports["conv_bn_relu"], library)
+    assert "torch.nn.functional.conv2d(" in vendor.source
+    check(task, vendor, tmp_path)
     source = (TASKS / "conv_bn_relu.py").read_text().replace(', "library": ["conv2d"]', "")
+    strict = Task(name="conv_no_library", source=source)
+    program = coder.apply(strict, None, PORT)
+    assert library not in coder.legal_strategies(strict, program)
     with pytest.raises(CoderError, match="conv2d"):
-        coder.apply(Task(name="conv_no_library", source=source), None, PORT)
+        coder.apply(strict, program, library)
 
 
 def test_ir_travels_as_json_and_regenerates_the_same_source(ports):

@@ -22,6 +22,9 @@ RESERVED = {"pid", "pid_m", "pid_n", "pid_b", "offs", "mask", "row", "cols", "st
 # the transposed-conv kernel's sizes and epilogue indices (emit/conv_transpose.py)
 RESERVED |= {"rb", "rc", "rs", "m_mask", "n_mask", "batch", "spatial", "C_in", "C_out", "cin_g", "cout_g",
              "S_in", "S_out"}
+# the conv kernel's own names (emit/conv.py)
+RESERVED |= {"a_mask", "chan", "chan_e", "chan_o", "grp", "img", "img_e", "inside", "k_in", "k_off", "n_pix",
+             "pix_e", "rest", "rest_k", "w_cols", "x_cols", "x_rows", "x_start", "num_pid_n"}
 
 
 class Writer:

@@ -13,7 +13,7 @@ import builtins
 import re
 import textwrap
 
-from coders.template.emit import attention, conv_transpose, matmul, pointwise, reduce
+from coders.template.emit import attention, conv, conv_transpose, matmul, pointwise, reduce
 from coders.template.emit.common import Writer
 from coders.template.emit.launch import Launcher, emit_configs
 from coders.template.graph import unsupported
@@ -21,7 +21,7 @@ from coders.template.ir import Kernel, ProgramIR, PyStep
 from mtmc.tasks import Task
 
 _EMITTERS = {"pointwise": pointwise, "reduce": reduce, "matmul": matmul, "attention": attention,
-             "conv_transpose": conv_transpose}
+             "conv": conv, "conv_transpose": conv_transpose}
 _KNOWN = {"torch", "nn", "F", "math", "self", "super"} | set(dir(builtins))
 
 

@@ -1,4 +1,4 @@
-"""Conv2d (a library call the task allows) with a bias, scale and ReLU epilogue in Triton."""
+"""Conv2d in Triton (or the library call the task allows) with a bias, scale and ReLU epilogue."""
 import torch
 import torch.nn as nn
 

@@ -1,0 +1,185 @@
+"""Convolutions (conv1d / conv2d / conv3d forward) from graph node to a "conv" kernel.
+
+The graph keeps a conv as one node: args [input, weight, bias or None], attrs as the call gave
+them (stride, padding, dilation, groups). Here they become the kernel's space:
+
+    {"input", "weight", "op": "conv2d", "form": "gemm" | "direct", "stride": [..],
+     "padding": [..] | "same", "dilation": [..], "traced": output shape, "dtype": input dtype}
+
+Sizes (batch, channels, spatial extents, kernel extents, groups = C_in // weight.shape[1]) are
+read from the tensors at run time; stride, padding and dilation are the traced call's (a task
+whose sizes change them is not supported). "same" padding is computed at run time from the
+kernel extent, as PyTorch does (the extra element of an odd total goes after the input).
+
+Two forms (the traced shapes choose, both are correct at every size):
+  gemm    implicit GEMM per group: output pixels x output channels tiles, K = C_in/groups x the
+          kernel volume, the im2col gather done by address arithmetic in the K loop.
+  direct  every output channel reads one input channel (depthwise: C_in/groups == 1). A dot tile
+          needs K >= 16 and N >= 16 per group; here K is the kernel volume (9 for 3x3) and N the
+          channel multiplier (usually 1), so a GEMM tile would be >= 15/16 padding and one group
+          per program. The direct form's tile spans channels of all groups and does only useful
+          FMAs. (A reasoned choice, not yet measured on a GPU.)
+The bias is the first op of the epilogue (acc + bias[channel]); `fuse epilogue` adds more.
+
+Precision: fp32 gemm convs start with "ieee" dots (fp32 FMAs, as the verifier's reference and the
+eager baseline run with TF32 off); the `precision` step moves them to "tf32x3" (three TF32
+tensor-core products, about fp32 accuracy) or, where the task allows, "tf32". 16-bit inputs
+multiply on the tensor cores and accumulate in fp32. The direct form always multiplies and
+accumulates in fp32 (no dot, so no precision step).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import replace
+from typing import Any
+
+import torch
+
+from coders.template.graph import GNode, Graph, Ref, unsupported
+from coders.template.ir import Kernel, Op, Operand, Output, ProgramIR, PyStep
+
+CONV_OPS = ("conv1d", "conv2d", "conv3d")
+# Port defaults; the planner tunes from here. BLOCK_N follows the output channels per group.
+CONV_CONFIG = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4, "num_stages": 2,
+               "precision": "ieee"}
+CONV_CONFIG_16 = {**CONV_CONFIG, "BLOCK_M": 128, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3}
+DIRECT_CONFIG = {"BLOCK_M": 64, "BLOCK_N": 32, "num_warps": 4, "num_stages": 2}
+HALF = (torch.float16, torch.bfloat16)
+
+
+def per_dim(value: Any, nd: int, what: str) -> list[int]:
+    """An int or a tuple of nd ints as a list of nd ints."""
+    values = list(value) if isinstance(value, list | tuple) else [value] * nd
+    if len(values) == 1:
+        values = values * nd
+    if len(values) != nd or not all(isinstance(v, int) for v in values):
+        raise unsupported(f"conv {what}={value!r} for {nd} spatial dims")
+    return values
+
+
+def padding_of(value: Any, nd: int) -> list[int] | str:
+    if value == "valid":
+        return [0] * nd
+    if value == "same":
+        return "same"
+    if isinstance(value, str):
+        raise unsupported(f"conv padding={value!r}")
+    return per_dim(value, nd, "padding")
+
+
+def lower_conv(graph: Graph, ir: ProgramIR, node: GNode) -> Kernel:
+    x, w, bias = node.args
+    x_node, w_node = graph.node(x.name), graph.node(w.name)
+    nd = int(node.op[-2])
+    if len(x_node.shape) != nd + 2:
+        raise unsupported(f"{node.op} of an unbatched input (rank {len(x_node.shape)})")
+    a = node.attrs
+    stride, dilation = per_dim(a["stride"], nd, "stride"), per_dim(a["dilation"], nd, "dilation")
+    padding = padding_of(a["padding"], nd)
+    if padding == "same" and stride != [1] * nd:
+        raise unsupported(f"{node.op} with padding='same' and stride {stride}")
+    per_group_in = w_node.shape[1]
+    form = "direct" if per_group_in == 1 and a["groups"] > 1 else "gemm"
+    body = [Op("acc", "acc")]
+    operands: list[Operand] = []
+    if isinstance(bias, Ref):
+        operands.append(Operand(bias.name, [1]))
+        body += [Op(f"{bias.name}_v", "load", [0]), Op("biased", "add", ["acc", f"{bias.name}_v"])]
+    out_shape = list(node.shape)
+    dtype = x_node.dtype
+    output = Output(node.name, body[-1].out, list(range(len(out_shape))),
+                    f"like:{x.name}" if dtype == node.dtype else str(node.dtype).removeprefix("torch."))
+    space = {"input": x.name, "weight": w.name, "op": node.op, "form": form, "stride": stride,
+             "padding": padding, "dilation": dilation, "traced": out_shape,
+             "dtype": str(dtype).removeprefix("torch.")}
+    return Kernel(name=node.name, kind="conv", space=space, operands=operands, body=body,
+                  outputs=[output], config=port_config(form, dtype, out_shape[1] // a["groups"]))
+
+
+def port_config(form: str, dtype: torch.dtype, out_per_group: int) -> dict[str, Any]:
+    if form == "direct":
+        return dict(DIRECT_CONFIG)
+    config = dict(CONV_CONFIG_16 if dtype in HALF else CONV_CONFIG)
+    # a tile no wider than the group's output channels (a dot needs at least 16)
+    config["BLOCK_N"] = min(config["BLOCK_N"], max(16, 1 << (out_per_group - 1).bit_length()))
+    return config
+
+
+# --------------------------------------------------------------------------------------------------
+# sizes the planner's cost model needs (traced)
+# --------------------------------------------------------------------------------------------------
+
+def conv_flops(ir: ProgramIR, kernel: Kernel) -> int:
+    """2 * N * C_out * out_spatial * C_in/groups * kernel volume."""
+    out = kernel.space["traced"]
+    weight = ir.shape(kernel.space["weight"])
+    return 2 * _prod(out) * _prod(weight[1:])
+
+
+def conv_gemm(ir: ProgramIR, kernel: Kernel) -> tuple[int, int, int, int]:
+    """(groups, M, N per group, K) of the implicit GEMM at the traced sizes."""
+    out = kernel.space["traced"]
+    x, weight = ir.shape(kernel.space["input"]), ir.shape(kernel.space["weight"])
+    groups = x[1] // weight[1]
+    return groups, out[0] * _prod(out[2:]), out[1] // groups, _prod(weight[1:])
+
+
+def _prod(values: list[int]) -> int:
+    out = 1
+    for v in values:
+        out *= v
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# `library conv2d`: the vendor call where the task allows it, the epilogue as an elementwise kernel
+# --------------------------------------------------------------------------------------------------
+
+def library_ops(ir: ProgramIR, allowed: tuple[str, ...]) -> list[str]:
+    """Conv ops of the program's Triton conv kernels that the task lets a vendor call compute."""
+    ops = [k.space["op"] for k in ir.kernels() if k.kind == "conv" and k.space["op"] in allowed]
+    return list(dict.fromkeys(ops))
+
+
+def to_library(ir: ProgramIR, op: str, epilogue_config: dict[str, Any]) -> ProgramIR:
+    """A copy of `ir` with every Triton `op` conv swapped for the vendor call; what the kernel's
+    epilogue computed (bias, fused ops) stays in Triton, as an elementwise kernel configured by
+    `epilogue_config`."""
+    new = copy.deepcopy(ir)
+    steps: list[Kernel | PyStep] = []
+    for step in new.steps:
+        if isinstance(step, Kernel) and step.kind == "conv" and step.space["op"] == op:
+            steps += _library_steps(new, step, epilogue_config)
+        else:
+            steps.append(step)
+    new.steps = steps
+    return new
+
+
+def _library_steps(ir: ProgramIR, kernel: Kernel, config: dict[str, Any]) -> list[Kernel | PyStep]:
+    sp = kernel.space
+    x, w = sp["input"], sp["weight"]
+    padding = repr(sp["padding"]) if sp["padding"] == "same" else repr(tuple(sp["padding"]))
+    expr = (f"torch.nn.functional.{sp['op']}({x}, {w}, None, stride={tuple(sp['stride'])!r}, "
+            f"padding={padding}, dilation={tuple(sp['dilation'])!r}, groups={x}.shape[1] // {w}.shape[1])")
+    plain = [op.op for op in kernel.body] == ["acc"]
+    value = kernel.outputs[0].value if plain else f"{kernel.name}_vendor"
+    call = PyStep(outs=[value], expr=expr, uses=[x, w], library=True)
+    if plain:
+        return [call]
+    ir.values[value] = {"shape": list(sp["traced"]), "dtype": sp["dtype"]}
+    full = list(range(len(sp["traced"])))
+    body = []
+    for op in kernel.body:
+        if op.op == "acc":
+            body.append(Op(op.out, "load", [0]))
+        elif op.op == "load":
+            body.append(Op(op.out, "load", [op.args[0] + 1]))
+        else:
+            body.append(op)
+    epilogue = Kernel(name=kernel.name, kind="pointwise", space={"shape_of": [value], "traced": sp["traced"]},
+                      operands=[Operand(value, full)] + kernel.operands, body=body,
+                      outputs=[replace(o, dtype=f"like:{value}" if o.dtype == f"like:{x}" else o.dtype)
+                               for o in kernel.outputs], config=dict(config))
+    return [call, epilogue]

@@ -1,0 +1,282 @@
+"""Convolution kernels (conv1d/2d/3d forward, NC* layout) with the epilogue on the fp32 tile.
+
+Each program computes a BLOCK_M x BLOCK_N tile of output pixels (image, spatial position) by
+output channels. The `gemm` form is an implicit GEMM per group (program_id(1)): the K loop walks
+C_in/groups x the kernel volume in the weight's own order (channel, then kernel offsets), and
+gathers the matching input elements by address arithmetic (zero outside the padded input); the
+im2col matrix is never built. The `direct` form (depthwise: one input channel per output channel)
+accumulates input x weight products tap by tap with FMAs, over output channels of every group.
+
+Epilogue addressing: the output is (N, C_out, *spatial) with GEMM rows = N x spatial and columns
+= C_out, so operands are addressed by three axes: image (rows), channel (columns) and the flat
+spatial position (rows); an operand spans each of them wholly or not at all (a [C, 1, 1]
+parameter, a full-size residual, a [N, C, 1, 1] tensor).
+"""
+
+from __future__ import annotations
+
+from coders.template.emit.common import (
+    Axis,
+    BodyEmitter,
+    FusionError,
+    Writer,
+    address,
+    check_operands,
+    mask_of,
+    ptr,
+    var,
+)
+from coders.template.emit.launch import Launcher, autotune_configs, kernel_header, output_alloc, wrap_call
+from coders.template.ir import Kernel
+
+SUFFIXES = {1: ["l"], 2: ["h", "w"], 3: ["d", "h", "w"]}
+
+
+def spatial(kernel: Kernel) -> list[str]:
+    return SUFFIXES[len(kernel.space["traced"]) - 2]
+
+
+def is_gemm(kernel: Kernel) -> bool:
+    return kernel.space["form"] == "gemm"
+
+
+def epilogue_axes(kernel: Kernel) -> list[Axis]:
+    rank = len(kernel.space["traced"])
+    # the flat spatial index is taken modulo its size: always in range, no mask needed
+    return [Axis([0], "img_e", "n_batch", "m_mask"), Axis([1], "chan_e", "C_out", "n_mask"),
+            Axis(list(range(2, rank)), "pix_e", "n_pix", None)]
+
+
+def check(kernel: Kernel) -> None:
+    """Raise FusionError for an operand or output the epilogue cannot address."""
+    check_operands(kernel, epilogue_axes(kernel))
+    full = list(range(len(kernel.space["traced"])))
+    if any(o.dims != full for o in kernel.outputs):
+        raise FusionError("a conv kernel writes whole outputs only")
+
+
+def _precision(kernel: Kernel) -> str:
+    return kernel.config.get("precision", "ieee")
+
+
+def _product(names: list[str]) -> str:
+    """`a * b` as a term that can be multiplied or indexed safely."""
+    return _grouped(" * ".join(names))
+
+
+def _grouped(expr: str) -> str:
+    return expr if expr.isidentifier() else f"({expr})"
+
+
+def _geometry_params(kernel: Kernel) -> list[str]:
+    names = []
+    for what in ("in", "out", "ks", "stride", "pad", "dil"):
+        names += [f"{what}_{s}" for s in spatial(kernel)]
+    return names
+
+
+def _pixel_indices(w: Writer, kernel: Kernel, rows: str) -> None:
+    """Output pixel (image, o_<dim>) of each row, the input position its window starts at
+    (i0_<dim>), and that position's offset within a channel plane (x_start)."""
+    dims = spatial(kernel)
+    w(f"rest = {rows}")
+    for s in reversed(dims):
+        w(f"o_{s} = rest % out_{s}")
+        w(f"rest = rest // out_{s}")
+    w("img = rest.to(tl.int64)")
+    for s in dims:
+        w(f"i0_{s} = o_{s} * stride_{s} - pad_{s}")
+    w(f"x_start = {_flat_offset(dims, 'i0')}")
+
+
+def _flat_offset(dims: list[str], prefix: str) -> str:
+    """Row-major offset of (prefix_d, prefix_h, prefix_w) in a channel plane."""
+    offset = None
+    for s in dims:
+        offset = f"{prefix}_{s}" if offset is None else f"{_grouped(offset)} * in_{s} + {prefix}_{s}"
+    return offset
+
+
+def _window(w: Writer, kernel: Kernel, tap: str) -> list[str]:
+    """Decompose K index `tap` (input channel, then the kernel offsets: the weight's order) into
+    `chan` and per-dim input displacements `dk_<dim>`, and `k_off`: the input element's offset from
+    the row's window start. An input address is x_start (per row) + k_off (per K index): the
+    gather costs one add per element. Returns the in-range test of each dim (i0 + dk inside)."""
+    dims = spatial(kernel)
+    w(f"rest_k = {tap}")
+    for s in reversed(dims):
+        w(f"dk_{s} = (rest_k % ks_{s}) * dil_{s}")
+        w(f"rest_k = rest_k // ks_{s}")
+    w("chan = rest_k  # the input channel within the group")
+    w(f"k_off = chan * {_product([f'in_{s}' for s in dims])} + {_flat_offset(dims, 'dk')}")
+    return dims
+
+
+def _k_loop_gemm(w: Writer, kernel: Kernel) -> None:
+    plane = _product([f"in_{s}" for s in spatial(kernel)])
+    w("offs_k = tl.arange(0, BLOCK_K)")
+    w("# each row's input image and group; columns past the group's channels wrap, the store masks them")
+    w(f"x_rows = x_ptr + (img * C_in + grp * CIG) * {plane} + x_start")
+    w("w_cols = w_ptr + (grp * COG + offs_n % COG).to(tl.int64) * K")
+    w("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)")
+    w("for k0 in range(0, K, BLOCK_K):")
+    w.indent()
+    w("k = k0 + offs_k")
+    w("k_in = k < K")
+    dims = _window(w, kernel, "k")
+    w("# the im2col gather: zero where the window leaves the input (the padding)")
+    w("a_mask = k_in[None, :]")
+    for s in dims:
+        w(f"i_{s} = i0_{s}[:, None] + dk_{s}[None, :]")
+        w(f"a_mask = a_mask & (i_{s} >= 0) & (i_{s} < in_{s})")
+    w("a = tl.load(x_rows[:, None] + k_off[None, :], mask=a_mask, other=0.0)")
+    w("b = tl.load(w_cols[None, :] + k[:, None], mask=k_in[:, None], other=0.0)")
+    w(f'acc = tl.dot(a, b, acc, input_precision="{_precision(kernel)}")')
+    w.dedent()
+
+
+def _k_loop_direct(w: Writer, kernel: Kernel) -> None:
+    plane = _product([f"in_{s}" for s in spatial(kernel)])
+    w("# each column's output channel reads the input channels of its group")
+    w("chan_o = offs_n % C_out")
+    w(f"x_cols = (chan_o // COG) * CIG * {plane}")
+    w(f"x_rows = x_ptr + img * C_in * {plane} + x_start")
+    w("w_cols = w_ptr + chan_o.to(tl.int64) * K")
+    w("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)")
+    w("for tap in range(0, K):")
+    w.indent()
+    dims = _window(w, kernel, "tap")
+    w("inside = " + " & ".join(f"(i0_{s} + dk_{s} >= 0) & (i0_{s} + dk_{s} < in_{s})" for s in dims))
+    w("a = tl.load(x_rows[:, None] + (x_cols + k_off)[None, :], mask=inside[:, None], other=0.0)")
+    w("b = tl.load(w_cols + tap)")
+    w("acc += a.to(tl.float32) * b.to(tl.float32)[None, :]")
+    w.dedent()
+
+
+def _epilogue(w: Writer, kernel: Kernel) -> None:
+    axes = epilogue_axes(kernel)
+    w("# epilogue on the fp32 tile: rows are (image, pixel), columns output channels")
+    w(f"n_pix = {' * '.join(f'out_{s}' for s in spatial(kernel))}")
+    w("img_e = img[:, None]")
+    w("pix_e = (rows % n_pix)[:, None]")
+    if is_gemm(kernel):
+        w("chan_e = (grp * COG + offs_n)[None, :]")
+        w("n_mask = (offs_n < COG)[None, :]")
+    else:
+        w("chan_e = offs_n[None, :]")
+        w("n_mask = chan_e < C_out")
+    w("m_mask = (offs_m < M)[:, None]")
+
+    def load(op, operand):
+        if operand.scalar:
+            return f"{var(operand.value)} * 1.0" if not operand.integer else var(operand.value)
+        where = address(axes, operand.dims, operand.value)
+        mask = mask_of(axes, operand.dims, operand.value)
+        if where == "0":
+            text = f"tl.load({ptr(operand.value)})"
+        else:
+            text = f"tl.load({ptr(operand.value)} + {where}" + (f", mask={mask}, other=0)" if mask else ")")
+        return text if operand.integer else f"{text}.to(tl.float32)"
+
+    body = BodyEmitter(kernel, load)
+    body.alias = {op.out: "acc" for op in kernel.body if op.op == "acc"}
+    body.emit(w, kernel.body)
+    for out in kernel.outputs:
+        where = address(axes, out.dims, out.value)
+        w(f"tl.store({ptr(out.value)} + {where}, "
+          f"{body.store_value(out.src)}.to({ptr(out.value)}.dtype.element_ty), mask=m_mask & n_mask)")
+
+
+def _operand_params(kernel: Kernel) -> list[str]:
+    return [var(o.value) if o.scalar else ptr(o.value) for o in kernel.operands]
+
+
+def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
+    check(kernel)
+    gemm = is_gemm(kernel)
+    params = ["x_ptr", "w_ptr"] + _operand_params(kernel) + [ptr(o.value) for o in kernel.outputs] + \
+        ["n_batch", "C_in", "C_out", "CIG", "COG", "M", "K"] + _geometry_params(kernel)
+    consts = ["BLOCK_M", "BLOCK_N"] + (["BLOCK_K"] if gemm else [])
+    kernel_header(w, kernel, name, params, consts, key=["M", "C_out", "K"])
+    w.indent()
+    w("pid = tl.program_id(0)")
+    w(f"num_pid_n = tl.cdiv({'COG' if gemm else 'C_out'}, BLOCK_N)")
+    w("pid_m = pid // num_pid_n")
+    w("pid_n = pid % num_pid_n")
+    if gemm:
+        w("grp = tl.program_id(1)")
+    w("offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)")
+    w("offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)")
+    w("# rows past the edge wrap around: loads stay in bounds, the store masks them out")
+    w("rows = offs_m % M")
+    _pixel_indices(w, kernel, "rows")
+    if gemm:
+        _k_loop_gemm(w, kernel)
+    else:
+        _k_loop_direct(w, kernel)
+    _epilogue(w, kernel)
+    w.dedent()
+    w()
+
+
+def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> None:
+    sp, cfg = kernel.space, kernel.config
+    x, weight = sp["input"], sp["weight"]
+    dims = spatial(kernel)
+    launcher.begin(w)
+    w.indent()
+    launcher.contiguous(w)
+    w(f"n_batch, C_in = {x}.shape[0], {x}.shape[1]")
+    w(f"C_out, CIG = {weight}.shape[0], {weight}.shape[1]")
+    w("COG = C_out // (C_in // CIG)  # output channels per group")
+    for i, s in enumerate(dims):
+        w(f"in_{s}, ks_{s} = {x}.shape[{i + 2}], {weight}.shape[{i + 2}]")
+        w(f"stride_{s}, dil_{s} = {sp['stride'][i]}, {sp['dilation'][i]}")
+        if sp["padding"] == "same":
+            w(f"pad_{s} = dil_{s} * (ks_{s} - 1) // 2  # 'same': the odd element of the padding goes after")
+            w(f"out_{s} = in_{s}")
+        else:
+            w(f"pad_{s} = {sp['padding'][i]}")
+            w(f"out_{s} = (in_{s} + 2 * pad_{s} - dil_{s} * (ks_{s} - 1) - 1) // stride_{s} + 1")
+    shape = "(n_batch, C_out, " + ", ".join(f"out_{s}" for s in dims) + ")"
+    for out in kernel.outputs:
+        w(f"{out.value} = {output_alloc(shape, out.dtype, f'{x}.device')}")
+    w("M = n_batch * " + " * ".join(f"out_{s}" for s in dims))
+    w("K = CIG * " + " * ".join(f"ks_{s}" for s in dims))
+    geometry = [f"{what}_{s}" for what in ("in", "out", "ks", "stride", "pad", "dil") for s in dims]
+    args = [x, weight] + [o.value for o in kernel.operands] + [o.value for o in kernel.outputs] + \
+        ["n_batch", "C_in", "C_out", "CIG", "COG", "M", "K"] + geometry
+    cols, groups = ("COG", "C_in // CIG") if is_gemm(kernel) else ("C_out", "1")
+    if cfg.get("autotune"):
+        w(f"grid = lambda meta: (triton.cdiv(M, meta['BLOCK_M']) * triton.cdiv({cols}, meta['BLOCK_N']), "
+          f"{groups})")
+        kw = []
+    else:
+        w(f"grid = (triton.cdiv(M, {cfg['BLOCK_M']}) * triton.cdiv({cols}, {cfg['BLOCK_N']}), {groups})")
+        consts = ["BLOCK_M", "BLOCK_N"] + (["BLOCK_K"] if is_gemm(kernel) else [])
+        kw = [f"{k}={cfg[k]}" for k in consts] + [f"num_warps={cfg['num_warps']}",
+                                                  f"num_stages={cfg['num_stages']}"]
+    w("if M > 0 and C_out > 0:")
+    for line in wrap_call(f"{name}[grid]", args + kw, "", w.depth + 1):
+        w("    " + line)
+    launcher.finish(w)
+    w.dedent()
+    w()
+
+
+def tuning_space(kernel: Kernel) -> list[dict]:
+    cfg = kernel.config
+    if is_gemm(kernel):
+        keys = ["BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages"]
+        if kernel.space.get("dtype") in ("float16", "bfloat16"):
+            candidates = ((128, 128, 64, 8, 3), (128, 64, 64, 4, 3), (64, 128, 64, 4, 3), (64, 64, 64, 4, 3),
+                          (128, 64, 32, 4, 4))
+        else:
+            candidates = ((64, 64, 32, 4, 2), (128, 64, 32, 4, 3), (64, 128, 32, 4, 3), (128, 128, 32, 8, 3),
+                          (32, 64, 32, 4, 2), (64, 32, 32, 4, 2))
+    else:
+        keys = ["BLOCK_M", "BLOCK_N", "num_warps", "num_stages"]
+        candidates = ((64, 32, 4, 2), (128, 32, 4, 2), (64, 64, 4, 2), (128, 64, 8, 2), (32, 32, 2, 2))
+    current = {k: cfg[k] for k in keys}
+    menu = [current] + [dict(zip(keys, c, strict=True)) for c in candidates]
+    return autotune_configs(menu, keys)

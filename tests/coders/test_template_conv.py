@@ -1,0 +1,245 @@
+"""The template coder's Triton convolutions (coders/template/conv_lower.py, emit/conv.py) against
+PyTorch on the CPU interpreter: the geometry (stride x padding x dilation x groups x bias, 1d / 2d /
+3d, asymmetric kernels, "same" / "valid"), fused epilogues, the conv menu and autotune configs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from coders.template import TemplateCoder, steps
+from coders.template.emit import conv as conv_emit
+from coders.template.emit.program import generate
+from coders.template.ir import ProgramIR
+from mtmc.program import Program
+from mtmc.protocols import CoderError
+from mtmc.strategies import PORT, Strategy
+from mtmc.tasks import Task, load_task
+from tests.coders.test_template import check, sample
+
+TASKS = Path(__file__).parent / "tasks" / "conv"
+coder = TemplateCoder()
+
+# One conv call per task, its geometry fixed in the source; C_IN, C_OUT and the spatial extents
+# vary with the sizes (the program reads them at run time).
+GEOMETRY_SOURCE = '''
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+B, C_IN, C_OUT, S = {defaults}
+
+
+class Model(nn.Module):
+    def __init__(self, c_in, c_out):
+        super().__init__()
+        self.conv = nn.Conv{nd}d(c_in, c_out, {kernel}, {args})
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+def get_inputs():
+    return [torch.randn(B, C_IN, {spatial})]
+
+
+def get_init_inputs():
+    return [C_IN, C_OUT]
+
+
+MTMC = {{"cpu_sizes": {sizes}}}
+'''
+
+SPATIAL = {1: "S + 4", 2: "S, S - 2", 3: "S - 4, S - 3, S - 5"}
+ONE_SIZE = [{"B": 2, "C_IN": 3, "C_OUT": 5, "S": 9}]
+TWO_SIZES = ONE_SIZE + [{"B": 1, "C_IN": 4, "C_OUT": 4, "S": 8}]
+
+# (spatial dims, kernel, constructor arguments, sizes): every geometry feature at least once
+GEOMETRIES = [
+    (2, 3, "padding=1", TWO_SIZES),
+    (2, (3, 2), "stride=(2, 1), padding=(1, 0), bias=False", ONE_SIZE),
+    (2, 3, "stride=2, dilation=2, padding=2", ONE_SIZE),
+    (2, (2, 4), "padding='same', dilation=(2, 1)", TWO_SIZES),
+    (2, 3, "padding='valid', stride=(1, 3)", ONE_SIZE),
+    (1, 5, "stride=3, padding=2, dilation=1", TWO_SIZES),
+    (1, 4, "padding='same', bias=False", ONE_SIZE),
+    (3, (2, 3, 1), "stride=(1, 2, 1), padding=(1, 0, 1), dilation=(2, 1, 1)", ONE_SIZE),
+]
+GROUPED = [  # channels are multiples of the groups: sizes of their own
+    (2, 3, "groups=2, padding=1", [{"B": 2, "C_IN": 4, "C_OUT": 6, "S": 9}]),
+    (2, 3, "groups=4, stride=2, bias=False", [{"B": 2, "C_IN": 4, "C_OUT": 4, "S": 9}]),  # depthwise
+    (1, 3, "groups=3, padding='same'", [{"B": 2, "C_IN": 3, "C_OUT": 6, "S": 7}]),  # multiplier 2
+    (3, 2, "groups=2, padding=1, dilation=2", [{"B": 1, "C_IN": 2, "C_OUT": 2, "S": 9}]),
+]
+
+
+def geometry_task(nd: int, kernel, args: str, sizes: list[dict]) -> Task:
+    defaults = ", ".join(str(sizes[0][k]) for k in ("B", "C_IN", "C_OUT", "S"))
+    source = GEOMETRY_SOURCE.format(nd=nd, kernel=kernel, args=args, spatial=SPATIAL[nd], sizes=sizes,
+                                    defaults=defaults)
+    return Task(name=f"conv{nd}d_geometry", source=source)
+
+
+def kernels(program: Program) -> list:
+    return ProgramIR.from_dict(program.metadata["template_ir"]).kernels()
+
+
+@pytest.mark.parametrize("nd, kernel, args, sizes", GEOMETRIES + GROUPED)
+def test_conv_geometry_matches_pytorch(nd, kernel, args, sizes, tmp_path):
+    task = geometry_task(nd, kernel, args, sizes)
+    program = coder.apply(task, None, PORT)
+    assert [k.kind for k in kernels(program)] == ["conv"]
+    check(task, program, tmp_path)
+
+
+def test_depthwise_conv_takes_the_direct_form_and_others_the_implicit_gemm():
+    forms = {}
+    for nd, kernel, args, sizes in GROUPED[:3]:
+        (conv,) = kernels(coder.apply(geometry_task(nd, kernel, args, sizes), None, PORT))
+        forms[args] = conv.space["form"]
+    assert forms == {"groups=2, padding=1": "gemm", "groups=4, stride=2, bias=False": "direct",
+                     "groups=3, padding='same'": "direct"}
+
+
+@pytest.mark.parametrize("name", ["conv2d_bias_relu", "conv1d_depthwise_same", "conv3d_groups_fp16",
+                                  "conv2d_bn_eval"])
+def test_fused_epilogue_is_one_kernel_and_matches(name, tmp_path):
+    task = load_task(TASKS / f"{name}.py")
+    program = coder.apply(task, None, PORT)
+    check(task, program, tmp_path, tag="port")
+    while Strategy.parse("fuse epilogue") in coder.legal_strategies(task, program):
+        program = coder.apply(task, program, Strategy.parse("fuse epilogue"))
+    assert [k.kind for k in kernels(program)] == ["conv"]
+    check(task, program, tmp_path, tag="fused")
+
+
+@pytest.mark.parametrize("name", ["conv2d_bias_relu", "conv1d_depthwise_same"])
+def test_sampled_legal_steps_of_the_conv_menu_match(name, tmp_path):
+    task = load_task(TASKS / f"{name}.py")
+    program = coder.apply(task, None, PORT)
+    legal = coder.legal_strategies(task, program)
+    kinds = {s.kind for s in legal}
+    assert {"tile", "num_warps", "num_stages", "autotune"} <= kinds
+    assert len(legal) <= 40
+    for i, strategy in enumerate(sample(legal)):
+        if strategy.kind in ("autotune",):
+            continue  # its own test below
+        check(task, coder.apply(task, program, strategy), tmp_path, tag=f"s{i}")
+
+
+def test_fp32_conv_starts_ieee_and_takes_the_precision_steps():
+    task = load_task(TASKS / "conv2d_bias_relu.py")
+    program = coder.apply(task, None, PORT)
+    assert kernels(program)[0].config["precision"] == "ieee"
+    legal = coder.legal_strategies(task, program)
+    assert Strategy.parse("precision tf32x3") in legal
+    assert Strategy.parse("precision tf32") not in legal  # the task does not allow tf32
+    tuned = coder.apply(task, program, Strategy.parse("precision tf32x3"))
+    assert 'input_precision="tf32x3"' in tuned.source
+
+
+@pytest.mark.parametrize("name", ["conv2d_bn_eval", "conv1d_depthwise_same"])
+def test_autotuned_conv_configs_are_valid_and_match(name, tmp_path):
+    task = load_task(TASKS / f"{name}.py")
+    program = coder.apply(task, None, PORT)
+    program = coder.apply(task, program, Strategy.parse("fuse epilogue"))
+    program = coder.apply(task, program, Strategy.parse("autotune"))
+    (conv,) = kernels(program)
+    configs = conv_emit.tuning_space(conv)
+    assert configs[0] == {k: conv.config[k] for k in configs[0]}  # the current config first
+    assert len(configs) == len({tuple(sorted(c.items())) for c in configs}) >= 4
+    for cfg in configs:
+        assert all(cfg[k] >= 16 for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K") if k in cfg)
+    check(task, program, tmp_path)
+
+
+def test_tiny_tiles_walk_several_k_blocks(tmp_path):
+    """Blocks of 16: several pixel and channel tiles and K blocks, the last ones partly masked."""
+    task = load_task(TASKS / "conv2d_bias_relu.py")
+    ir = ProgramIR.from_dict(coder.apply(task, None, PORT).metadata["template_ir"])
+    ir.kernels()[0].config.update(BLOCK_M=16, BLOCK_N=16, BLOCK_K=16)
+    check(task, Program(generate(task, ir)), tmp_path)
+
+
+def test_cost_model_counts_conv_flops():
+    task = load_task(TASKS / "conv2d_bn_eval.py")
+    ir = ProgramIR.from_dict(coder.apply(task, None, PORT).metadata["template_ir"])
+    conv = next(k for k in ir.kernels() if k.kind == "conv")
+    b, c_in, c_out, h, w = 8, 16, 32, 32, 32  # the file's sizes, 3x3 'same'
+    assert steps.conv_flops(ir, conv) == 2 * b * c_out * h * w * c_in * 9
+    assert steps.dominant(ir) is conv
+    assert steps.programs(ir, conv) == -(-(b * h * w) // conv.config["BLOCK_M"]) * \
+        -(-c_out // conv.config["BLOCK_N"])
+
+
+def test_other_padding_modes_are_refused_clearly():
+    source = geometry_task(2, 3, "padding=1, padding_mode='reflect'", ONE_SIZE).source
+    with pytest.raises(CoderError, match="padding_mode='reflect'"):
+        coder.apply(Task(name="conv_reflect", source=source), None, PORT)
+
+
+def test_half_inputs_accumulate_in_fp32(tmp_path):
+    task = load_task(TASKS / "conv3d_groups_fp16.py")
+    program = coder.apply(task, None, PORT)
+    assert "acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)" in program.source
+    assert torch.float16 == task.make_inputs(0, task.sizes("cpu")[0])[0].dtype
+
+
+def test_library_step_keeps_the_epilogue_in_triton_and_is_not_offered_for_a_bare_conv(tmp_path):
+    def allowing(source: str) -> str:
+        return source.replace('MTMC = {"cpu_sizes"', 'MTMC = {"library": ["conv2d"], "cpu_sizes"')
+
+    with_bias = allowing(geometry_task(2, 3, "padding=1", ONE_SIZE).source)
+    bare = allowing(geometry_task(2, 3, "padding=1, bias=False", ONE_SIZE).source)
+    library = Strategy.parse("library conv2d")
+    task = Task(name="conv_library", source=with_bias)
+    assert task.library_ops == ("conv2d",)
+    program = coder.apply(task, None, PORT)
+    assert library in coder.legal_strategies(task, program)
+    vendor = coder.apply(task, program, library)
+    assert [k.kind for k in kernels(vendor)] == ["pointwise"]  # the bias add
+    check(task, vendor, tmp_path)
+    task = Task(name="conv_library_bare", source=bare)
+    program = coder.apply(task, None, PORT)
+    assert library not in coder.legal_strategies(task, program)
+    with pytest.raises(CoderError, match="no Triton kernel"):
+        coder.apply(task, program, library)
+
+
+FUNCTIONAL_SOURCE = '''
+import torch
+import torch.nn as nn
+
+B, C_IN, C_OUT, L = 2, 3, 5, 13
+
+
+class Model(nn.Module):
+    def __init__(self, c_in, c_out):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(c_out, c_in, 3))
+        self.bias = nn.Parameter(torch.randn(c_out))
+
+    def forward(self, x):
+        return torch.conv1d(x, self.weight, self.bias, 2, "valid") * 0.5
+
+
+def get_inputs():
+    return [torch.randn(B, C_IN, L)]
+
+
+def get_init_inputs():
+    return [C_IN, C_OUT]
+
+
+MTMC = {"cpu_sizes": [{"B": 2, "C_IN": 3, "C_OUT": 5, "L": 13}, {"B": 1, "C_IN": 2, "C_OUT": 7, "L": 8}]}
+'''
+
+
+def test_torch_conv_call_with_positional_arguments(tmp_path):
+    task = Task(name="conv1d_functional", source=FUNCTIONAL_SOURCE)
+    program = coder.apply(task, None, PORT)
+    program = coder.apply(task, program, Strategy.parse("fuse epilogue"))
+    assert [k.kind for k in kernels(program)] == ["conv"]
+    check(task, program, tmp_path)
