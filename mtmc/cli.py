@@ -70,7 +70,19 @@ def _run_job(cfg: DictConfig) -> object:
         from mtmc.jobs.bench import run
     else:
         from mtmc.jobs.train import run
-    return run(cfg)
+    result = run(cfg)
+    if failure := failed_outcome(job, result):
+        raise SystemExit(failure)  # exit 1: scripts and CI read the outcome from the exit code
+    return result
+
+
+def failed_outcome(job: str, result: object) -> str | None:
+    """The sentence for a job that ran to its end with a failed outcome; None when it succeeded."""
+    if job == "verify" and result.status != "ok":
+        return f"mtmc verify: the verdict is {result.status}, not ok"
+    if job == "optimize" and result.program is None:
+        return f"mtmc optimize: no program was accepted; see {result.out_dir / 'report.md'}"
+    return None
 
 
 if __name__ == "__main__":
