@@ -108,3 +108,12 @@ def test_optimize_exits_non_zero_when_nothing_was_accepted(tmp_path):
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1] == \
         f"mtmc optimize: no program was accepted; see {run_dir / 'report.md'}"
+
+
+def test_non_tensor_inputs_are_caught_at_load(tmp_path):
+    task = write_task(tmp_path, "listed")
+    task.write_text(task.read_text().replace("return [torch.randn(3, 5, 5)]", "return [[1.0, 2.0]]"))
+    result = mtmc("verify", f"task={task}", f"candidate={tmp_path / 'candidate.py'}")
+    assert result.returncode == 1
+    assert result.stderr.strip() == (f"mtmc verify: {task}: get_inputs() returned a list at position 0; "
+                                     "each input must be a tensor or a Python number")

@@ -103,16 +103,28 @@ def validate(task: Task) -> None:
             inputs = task.make_inputs(seed=0)
     except Exception as err:
         raise TaskError(f"{task.where}: get_inputs() raised {type(err).__name__}: {err}") from None
-    if not isinstance(inputs, list | tuple):
-        raise TaskError(f"{task.where}: get_inputs() must return a list, got {type(inputs).__name__}")
+    check_inputs(task, inputs)
     try:
         with torch.no_grad():
             out = model(*inputs)
     except NotImplementedError:
         return  # an op with no meta kernel: the real run will tell
     except Exception as err:
-        raise TaskError(f"{task.where}: Model.forward raised {type(err).__name__}: {err}") from None
+        numbers = [i for i, x in enumerate(inputs) if not isinstance(x, torch.Tensor)]
+        blame = f" on get_inputs()'s non-tensor input(s) at {numbers}" if numbers else ""
+        raise TaskError(f"{task.where}: Model.forward raised {type(err).__name__}{blame}: {err}") from None
     check_outputs(task, out)
+
+
+def check_inputs(task: Task, inputs: object) -> None:
+    """Tensors, or plain numbers (KernelBench passes a scalar factor so): anything else, e.g. a list or
+    a numpy array, is a task bug the verifier would otherwise meet mid-run."""
+    if not isinstance(inputs, list | tuple):
+        raise TaskError(f"{task.where}: get_inputs() must return a list, got {type(inputs).__name__}")
+    for i, x in enumerate(inputs):
+        if not isinstance(x, torch.Tensor | int | float | bool):
+            raise TaskError(f"{task.where}: get_inputs() returned a {type(x).__name__} at position {i}; "
+                            "each input must be a tensor or a Python number")
 
 
 def check_outputs(task: Task, out: object) -> None:
