@@ -55,6 +55,7 @@ def reason_group(reason: str) -> str:
         text = text.partition(": ")[2] or text  # TaskError messages start with the file's path
     text = re.sub(r" \(.*\)$", "", text)  # a trailing parenthesis holds the details
     text = re.sub(r"\b\d+\b", "N", text)  # sizes, counts, line numbers; not the 2 of Conv2d
+    text = text.partition(" While executing ")[0]  # an fx interpreter error appends the whole node
     return f"{kind}: {text}"
 
 

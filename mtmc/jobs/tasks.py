@@ -82,6 +82,10 @@ def check(cfg: DictConfig) -> dict[str, Any]:
     return report
 
 
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
 def _say_loaded(i: int, n: int, entry: Task | BrokenTask) -> None:
     status = "broken" if isinstance(entry, BrokenTask) else "loaded"
     print(f"[{i}/{n}] {entry.name}: {status}", file=sys.stderr, flush=True)
@@ -94,7 +98,7 @@ def _print_port_table(report: dict[str, Any]) -> None:
     for r in report["tasks"]:
         library = "-" if r["library"] is None else ("yes" if r["library"] else "no")
         table.add_row(r["task"], r["port"], "-" if r["kernels"] is None else str(r["kernels"]), library,
-                      r["reason"])
+                      _clip(r["reason"], 140))
     reasons = Table(title="why not")
     reasons.add_column("tasks", justify="right")
     reasons.add_column("reason")
