@@ -19,14 +19,21 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
-JOBS = ("tasks", "verify", "optimize", "bench", "train")
+JOB_LINES = {
+    "tasks": "list a suite's tasks: ops, shapes, FLOPs, bytes; check=port: what the template coder ports",
+    "verify": "judge a file defining ModelNew against a task: the verdict as a table and JSON",
+    "optimize": "the plan -> code -> verify loop on one task: a run folder with kernel.py and its report",
+    "bench": "optimize every task of a suite: correctness, fast_p, speedups, roofline; compare= folders",
+    "train": "learn the LM planner from recorded runs, then compare it with the baseline planners",
+}
+JOBS = tuple(JOB_LINES)
 USAGE = f"usage: mtmc {{{','.join(JOBS)}}} [key=value ...] [--help]"
 
 
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
-        print(__doc__.strip().split("\n\n")[0] + "\n\n" + USAGE)
+        print(help_text())
         raise SystemExit(0 if argv else 2)
     job, overrides = argv[0], argv[1:]
     if job not in JOBS:
@@ -38,6 +45,13 @@ def main(argv: list[str] | None = None) -> None:
     app = hydra.main(version_base="1.3", config_path=CONF_DIR, config_name=job)(_run_job)
     sys.argv = [f"mtmc {job}", *overrides]
     app()
+
+
+def help_text() -> str:
+    jobs = "\n".join(f"  {job:<9} {line}" for job, line in JOB_LINES.items())
+    return (f"mtmc: PyTorch operators into fast, verified Triton kernels.\n\n{USAGE}\n\njobs:\n{jobs}\n\n"
+            "`mtmc <job> --help` shows the job's config (every key can be overridden as key=value); "
+            "README.md has examples.")
 
 
 def _compare_as_list(override: str) -> str:

@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+from mtmc.cli import JOBS
 from mtmc.tasks import builtin_names
 
 
@@ -117,3 +118,13 @@ def test_non_tensor_inputs_are_caught_at_load(tmp_path):
     assert result.returncode == 1
     assert result.stderr.strip() == (f"mtmc verify: {task}: get_inputs() returned a list at position 0; "
                                      "each input must be a tensor or a Python number")
+
+
+def test_help_lists_every_job_in_one_line():
+    result = mtmc("--help")
+    assert result.returncode == 0
+    lines = result.stdout.splitlines()
+    for job in JOBS:
+        (line,) = [line for line in lines if line.startswith(f"  {job} ")]
+        assert len(line.split()) > 5  # the job's name and what it does
+    assert "usage: mtmc {tasks,verify,optimize,bench,train}" in result.stdout
