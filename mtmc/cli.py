@@ -18,6 +18,8 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from mtmc.config_check import check_overrides, check_values
+
 CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
 JOB_LINES = {
     "tasks": "list a suite's tasks: ops, shapes, FLOPs, bytes; check=port: what the template coder ports",
@@ -42,6 +44,8 @@ def main(argv: list[str] | None = None) -> None:
     if job == "bench":
         overrides = [_compare_as_list(o) for o in overrides]
     _register_resolvers()
+    if not any(o.startswith("-") for o in overrides):  # --cfg, --help, -m: Hydra's own modes
+        check_overrides(job, overrides, CONF_DIR)
     app = hydra.main(version_base="1.3", config_path=CONF_DIR, config_name=job)(_run_job)
     sys.argv = [f"mtmc {job}", *overrides]
     app()
@@ -74,6 +78,7 @@ def _register_resolvers() -> None:
 def _run_job(cfg: DictConfig) -> object:
     # Imports stay inside the jobs: `mtmc tasks` should not pay for importing LangGraph or TRL.
     job = cfg.job
+    check_values(job, cfg)  # again per job of a -m sweep, which check_overrides leaves to Hydra
     if job == "tasks":
         from mtmc.jobs.tasks import run
     elif job == "verify":

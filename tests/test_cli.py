@@ -128,3 +128,17 @@ def test_help_lists_every_job_in_one_line():
         (line,) = [line for line in lines if line.startswith(f"  {job} ")]
         assert len(line.split()) > 5  # the job's name and what it does
     assert "usage: mtmc {tasks,verify,optimize,bench,train}" in result.stdout
+
+
+@pytest.mark.parametrize("args, sentence", [
+    (("max_steps=-3",), "mtmc optimize: max_steps=-3: must be a whole number, at least 1"),
+    (("coder=openai",), "mtmc optimize: coder.model not set: give coder.model=<...>"),
+    (("planner=foo",), "mtmc optimize: planner=foo: no such planner; choose one of greedy, heuristic, lm, "
+                       "random"),
+])
+def test_config_mistakes_are_one_sentence_before_anything_starts(tmp_path, args, sentence):
+    run_dir = tmp_path / "run"
+    result = mtmc("optimize", "task=softmax_lastdim", *args, f"hydra.run.dir={run_dir}")
+    assert result.returncode == 1
+    assert result.stderr.strip() == sentence
+    assert not run_dir.exists()  # refused before Hydra made the run folder
