@@ -19,6 +19,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from mtmc.config_check import check_overrides, check_values
+from mtmc.resume import resume_overrides
 
 CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
 JOB_LINES = {
@@ -45,6 +46,8 @@ def main(argv: list[str] | None = None) -> None:
         overrides = [_compare_as_list(o) for o in overrides]
     _register_resolvers()
     if not any(o.startswith("-") for o in overrides):  # --cfg, --help, -m: Hydra's own modes
+        if job == "optimize":
+            overrides = resume_overrides(overrides, CONF_DIR)
         check_overrides(job, overrides, CONF_DIR)
     app = hydra.main(version_base="1.3", config_path=CONF_DIR, config_name=job)(_run_job)
     sys.argv = [f"mtmc {job}", *overrides]
