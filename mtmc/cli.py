@@ -18,15 +18,25 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from mtmc.config_check import check_overrides, check_values
+from mtmc.resume import resume_overrides
+
 CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
-JOBS = ("tasks", "verify", "optimize", "bench", "train")
+JOB_LINES = {
+    "tasks": "list a suite's tasks: ops, shapes, FLOPs, bytes; check=port: what the template coder ports",
+    "verify": "judge a file defining ModelNew against a task: the verdict as a table and JSON",
+    "optimize": "the plan -> code -> verify loop on one task: a run folder with kernel.py and its report",
+    "bench": "optimize every task of a suite: correctness, fast_p, speedups, roofline; compare= folders",
+    "train": "learn the LM planner from recorded runs, then compare it with the baseline planners",
+}
+JOBS = tuple(JOB_LINES)
 USAGE = f"usage: mtmc {{{','.join(JOBS)}}} [key=value ...] [--help]"
 
 
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
-        print(__doc__.strip().split("\n\n")[0] + "\n\n" + USAGE)
+        print(help_text())
         raise SystemExit(0 if argv else 2)
     job, overrides = argv[0], argv[1:]
     if job not in JOBS:
@@ -35,9 +45,20 @@ def main(argv: list[str] | None = None) -> None:
     if job == "bench":
         overrides = [_compare_as_list(o) for o in overrides]
     _register_resolvers()
+    if not any(o.startswith("-") for o in overrides):  # --cfg, --help, -m: Hydra's own modes
+        if job == "optimize":
+            overrides = resume_overrides(overrides, CONF_DIR)
+        check_overrides(job, overrides, CONF_DIR)
     app = hydra.main(version_base="1.3", config_path=CONF_DIR, config_name=job)(_run_job)
     sys.argv = [f"mtmc {job}", *overrides]
     app()
+
+
+def help_text() -> str:
+    jobs = "\n".join(f"  {job:<9} {line}" for job, line in JOB_LINES.items())
+    return (f"mtmc: PyTorch operators into fast, verified Triton kernels.\n\n{USAGE}\n\njobs:\n{jobs}\n\n"
+            "`mtmc <job> --help` shows the job's config (every key can be overridden as key=value); "
+            "README.md has examples.")
 
 
 def _compare_as_list(override: str) -> str:
@@ -60,6 +81,7 @@ def _register_resolvers() -> None:
 def _run_job(cfg: DictConfig) -> object:
     # Imports stay inside the jobs: `mtmc tasks` should not pay for importing LangGraph or TRL.
     job = cfg.job
+    check_values(job, cfg)  # again per job of a -m sweep, which check_overrides leaves to Hydra
     if job == "tasks":
         from mtmc.jobs.tasks import run
     elif job == "verify":
@@ -70,7 +92,19 @@ def _run_job(cfg: DictConfig) -> object:
         from mtmc.jobs.bench import run
     else:
         from mtmc.jobs.train import run
-    return run(cfg)
+    result = run(cfg)
+    if failure := failed_outcome(job, result):
+        raise SystemExit(failure)  # exit 1: scripts and CI read the outcome from the exit code
+    return result
+
+
+def failed_outcome(job: str, result: object) -> str | None:
+    """The sentence for a job that ran to its end with a failed outcome; None when it succeeded."""
+    if job == "verify" and result.status != "ok":
+        return f"mtmc verify: the verdict is {result.status}, not ok"
+    if job == "optimize" and result.program is None:
+        return f"mtmc optimize: no program was accepted; see {result.out_dir / 'report.md'}"
+    return None
 
 
 if __name__ == "__main__":

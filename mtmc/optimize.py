@@ -25,7 +25,7 @@ from rich.status import Status
 from mtmc.graph import Context, build_graph, initial_state, run_config
 from mtmc.graph.context import Event
 from mtmc.program import Program
-from mtmc.protocols import Coder, Planner, Verifier
+from mtmc.protocols import Coder, Planner, RoleUnavailable, Verifier
 from mtmc.report import TRAJECTORY, write_outputs
 from mtmc.reward import RewardConfig
 from mtmc.tasks import Task
@@ -34,6 +34,15 @@ from mtmc.verify.verdict import Verdict
 CHECKPOINTS = "checkpoints.sqlite"
 THREAD_ID = "optimize"  # one run per folder, so the thread id is a constant
 DEFAULT_REWARD = RewardConfig()  # frozen, so one shared default is safe
+
+
+class RunStopped(Exception):
+    """The run stopped before its end (Ctrl-C, a coder's server gone); its folder resumes it."""
+
+    def __init__(self, out_dir: Path, step: int, why: str) -> None:
+        super().__init__(f"{why}: stopped at step {step}")
+        self.out_dir, self.step, self.why = out_dir, step, why
+        self.interrupted = why == "interrupted"
 
 
 @dataclass
@@ -83,8 +92,13 @@ def run_optimize(task: Task, planner: Planner, coder: Coder, verifier: Verifier,
         if not resume or pending:
             # durability="sync": each node's checkpoint is on disk before the next node starts, so a
             # kill -9 loses at most the node that was running.
-            with console.status(f"{task.name}: starting") as progress.status:
-                graph.invoke(None if resume else initial_state(), config, context=context, durability="sync")
+            try:
+                with console.status(f"{task.name}: starting") as progress.status:
+                    graph.invoke(None if resume else initial_state(), config, context=context,
+                                 durability="sync")
+            except (KeyboardInterrupt, RoleUnavailable) as err:
+                why = "interrupted" if isinstance(err, KeyboardInterrupt) else str(err)
+                raise RunStopped(out_dir, graph.get_state(config).values.get("step", 0), why) from err
         state = graph.get_state(config).values
 
     budgets = {"max_steps": max_steps, "max_retries": max_retries, "time_limit_s": time_limit_s}

@@ -22,6 +22,11 @@ class CoderError(RuntimeError):
         self.usage = usage
 
 
+class RoleUnavailable(RuntimeError):
+    """A role's backend cannot answer (a model server down or refusing): no fault of the step, so the
+    run stops, and `resume=<run folder>` continues it once the backend is back."""
+
+
 @dataclass
 class StepRecord:
     """One finished macro step, as the planner sees it."""

@@ -10,10 +10,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from mtmc.protocols import RoleUnavailable
+
 Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": ...}
 
 
-class ChatError(RuntimeError):
+class ChatError(RoleUnavailable):
     """The model could not answer (server down, timeouts past the retries, HTTP 4xx, ...).
 
     Deliberately not a CoderError: a CoderError becomes a failing verdict and a negative reward for

@@ -93,6 +93,12 @@ def error_row(task: Task, message: str, wall_s: float) -> Row:
     return blank_row(task) | {"status": "error", "error": message, "wall_s": round(wall_s, 3)}
 
 
+def broken_row(name: str, message: str) -> Row:
+    """A suite file that does not load (its TaskError as `error`): a row, so the suite still counts it."""
+    return dict.fromkeys(ROW_FIELDS) | {"task": name, "status": "error", "correct": False, "flags": "",
+                                        "error": message}
+
+
 def missing_row(task: Task) -> Row:
     """A task of the suite with no result yet (its worker died, or the run was cut short)."""
     return blank_row(task) | {"status": "missing"}

@@ -10,9 +10,10 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from mtmc.bench import compare_runs, load_calibrations, run_bench, select_tasks, visible_gpus, write_report
+from mtmc.bench.metrics import broken_row
 from mtmc.bench.report import RESULTS_MD
 from mtmc.bench.run import FolderInUse
-from mtmc.tasks import TaskError, load_suite
+from mtmc.tasks import BrokenTask, Task, TaskError, scan_suite
 
 log = logging.getLogger(__name__)
 
@@ -25,10 +26,10 @@ def run(cfg: DictConfig) -> dict[str, Any]:
         raise SystemExit("mtmc bench: give suite=<builtin|builtin:eval|folder> "
                          "(or compare=<run1>,<run2>[,...])")
     try:
-        tasks = select_tasks(load_suite(cfg.suite), cfg.tasks, cfg.split)
+        tasks, broken = select_suite(cfg)
     except TaskError as err:
         raise SystemExit(f"mtmc bench: {err}") from None
-    if not tasks:
+    if not tasks and not broken:
         raise SystemExit(f"mtmc bench: no task of suite={cfg.suite} matches tasks={cfg.tasks} "
                          f"split={cfg.split}")
     roles = {role: OmegaConf.to_container(cfg[role], resolve=True)
@@ -46,11 +47,33 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                          calibrations=calibrations, retry_errors=cfg.retry_errors)
     except FolderInUse as err:
         raise SystemExit(f"mtmc bench: {err}") from None
+    if broken:  # folder order is file-name order
+        rows = sorted(rows + [broken_row(b.name, b.error) for b in broken], key=lambda row: row["task"])
     meta = {"suite": str(cfg.suite), **{role: target["_target_"] for role, target in roles.items()},
             "budgets": {k: v for k, v in optimize.items() if k != "reward"}}
     aggregates = write_report(out_dir, rows, meta, ps=list(cfg.fast_p))
     print((out_dir / RESULTS_MD).read_text())
     return aggregates
+
+
+def select_suite(cfg: DictConfig) -> tuple[list[Task], list[BrokenTask]]:
+    """The tasks that `tasks=` and `split=` choose, and the suite's broken files to report as error rows:
+    those `tasks=` names, or all of them when it names none (without `split=`: a broken file's split
+    cannot be read, so a split leaves them out, with a warning)."""
+    entries = scan_suite(cfg.suite)
+    broken = [e for e in entries if isinstance(e, BrokenTask)]
+    wanted = None if cfg.tasks is None else list(cfg.tasks)
+    names = None if wanted is None else [n for n in wanted if n not in {b.name for b in broken}]
+    tasks = select_tasks([e for e in entries if isinstance(e, Task)], names, cfg.split)
+    if wanted is not None:
+        broken = [b for b in broken if b.name in wanted]
+    elif cfg.split is not None:
+        for b in broken:
+            log.warning("left out (split=%s cannot be read from a broken file): %s", cfg.split, b.error)
+        broken = []
+    for b in broken:
+        log.warning("an error row: %s", b.error)
+    return tasks, broken
 
 
 def _compare(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
+import sys
 from pathlib import Path
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from mtmc.optimize import CHECKPOINTS, OptimizeResult, run_optimize
+from mtmc.optimize import CHECKPOINTS, OptimizeResult, RunStopped, run_optimize
 from mtmc.tasks import TaskError, load_task
 
 log = logging.getLogger(__name__)
@@ -36,9 +37,14 @@ def run(cfg: DictConfig) -> OptimizeResult:
     log.info("Instantiating coder <%s>", cfg.coder._target_)
     coder = instantiate(cfg.coder)
     log.info("Instantiating verifier <%s>", cfg.verifier._target_)
-    with instantiate(cfg.verifier) as verifier:
-        return run_optimize(
-            task, planner, coder, verifier, out_dir,
-            max_steps=cfg.max_steps, max_retries=cfg.max_retries, time_limit_s=cfg.time_limit_s,
-            reward=instantiate(cfg.reward), resume=bool(cfg.resume),
-        )
+    try:
+        with instantiate(cfg.verifier) as verifier:
+            return run_optimize(
+                task, planner, coder, verifier, out_dir,
+                max_steps=cfg.max_steps, max_retries=cfg.max_retries, time_limit_s=cfg.time_limit_s,
+                reward=instantiate(cfg.reward), resume=bool(cfg.resume),
+            )
+    except RunStopped as stop:
+        print(f"mtmc optimize: {stop.why}; stopped at step {stop.step}; continue with: "
+              f"mtmc optimize resume={stop.out_dir}", file=sys.stderr)
+        raise SystemExit(130 if stop.interrupted else 1) from None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -30,8 +32,33 @@ def load_task(ref: str | Path) -> Task:
     return task
 
 
+@dataclass(frozen=True)
+class BrokenTask:
+    """A suite file that does not load: a row of a report (an error row of a bench), not a crash."""
+
+    name: str  # the file's stem, as the task would have been named
+    path: str
+    error: str  # the TaskError's one-line message, naming the file
+
+
 def load_suite(ref: str | Path) -> list[Task]:
-    """`builtin`, `builtin:train`, `builtin:eval`, a folder of task files, or one task."""
+    """`builtin`, `builtin:train`, `builtin:eval`, a folder of task files, or one task.
+
+    Raises the first broken file's TaskError; `scan_suite` keeps them instead.
+    """
+    entries = scan_suite(ref)
+    for entry in entries:
+        if isinstance(entry, BrokenTask):
+            raise TaskError(entry.error)
+    return entries
+
+
+def scan_suite(ref: str | Path, on_load: Callable[[int, int, Task | BrokenTask], None] | None = None
+               ) -> list[Task | BrokenTask]:
+    """As `load_suite`, but a folder's (or a file's) broken task files come back as `BrokenTask`s.
+
+    `on_load(i, n, entry)` follows a folder's loading file by file (checking a large task takes seconds).
+    """
     ref = str(ref)
     if ref == "builtin" or ref.startswith("builtin:"):
         split = ref.partition(":")[2] or None
@@ -44,11 +71,22 @@ def load_suite(ref: str | Path) -> list[Task]:
         files = sorted(p for p in path.glob("*.py") if not p.stem.startswith("_"))
         if not files:
             raise TaskError(f"{path}: folder holds no task files (*.py)")
-        tasks = [task_from_file(p) for p in files]
-        for task in tasks:
-            validate(task)
-        return tasks
+        entries = []
+        for i, file in enumerate(files, 1):
+            entries.append(_load_or_broken(file))
+            if on_load is not None:
+                on_load(i, len(files), entries[-1])
+        return entries
+    if path.suffix == ".py" and path.is_file():
+        return [_load_or_broken(path)]
     return [load_task(ref)]
+
+
+def _load_or_broken(path: Path) -> Task | BrokenTask:
+    try:
+        return load_task(path)
+    except TaskError as err:
+        return BrokenTask(name=path.stem, path=str(path), error=str(err))
 
 
 def validate(task: Task) -> None:
@@ -65,16 +103,28 @@ def validate(task: Task) -> None:
             inputs = task.make_inputs(seed=0)
     except Exception as err:
         raise TaskError(f"{task.where}: get_inputs() raised {type(err).__name__}: {err}") from None
-    if not isinstance(inputs, list | tuple):
-        raise TaskError(f"{task.where}: get_inputs() must return a list, got {type(inputs).__name__}")
+    check_inputs(task, inputs)
     try:
         with torch.no_grad():
             out = model(*inputs)
     except NotImplementedError:
         return  # an op with no meta kernel: the real run will tell
     except Exception as err:
-        raise TaskError(f"{task.where}: Model.forward raised {type(err).__name__}: {err}") from None
+        numbers = [i for i, x in enumerate(inputs) if not isinstance(x, torch.Tensor)]
+        blame = f" on get_inputs()'s non-tensor input(s) at {numbers}" if numbers else ""
+        raise TaskError(f"{task.where}: Model.forward raised {type(err).__name__}{blame}: {err}") from None
     check_outputs(task, out)
+
+
+def check_inputs(task: Task, inputs: object) -> None:
+    """Tensors, or plain numbers (KernelBench passes a scalar factor so): anything else, e.g. a list or
+    a numpy array, is a task bug the verifier would otherwise meet mid-run."""
+    if not isinstance(inputs, list | tuple):
+        raise TaskError(f"{task.where}: get_inputs() must return a list, got {type(inputs).__name__}")
+    for i, x in enumerate(inputs):
+        if not isinstance(x, torch.Tensor | int | float | bool):
+            raise TaskError(f"{task.where}: get_inputs() returned a {type(x).__name__} at position {i}; "
+                            "each input must be a tensor or a Python number")
 
 
 def check_outputs(task: Task, out: object) -> None:

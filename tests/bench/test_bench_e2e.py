@@ -78,3 +78,41 @@ def assert_standalone_model_new(path: Path, task) -> None:
     inputs = task.make_inputs(seed=1)
     with torch.no_grad():
         torch.testing.assert_close(model_new(*inputs), task.make_model(seed=0)(*inputs), rtol=1e-4, atol=1e-5)
+
+
+RELU_SCALE = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x) * 2.0
+
+
+def get_inputs():
+    return [torch.randn(3, 7)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_broken_file_is_an_error_row_and_the_rest_runs(tmp_path):
+    suite, out = tmp_path / "suite", tmp_path / "bench"
+    suite.mkdir()
+    (suite / "a_broken.py").write_text("def oops(:\n")
+    (suite / "relu_scale.py").write_text(RELU_SCALE)
+    args = ("bench", f"suite={suite}", "max_steps=1", "verifier=interpreter", f"out={out}")
+    leaving_it_out = mtmc(*args, "tasks=[relu_scale]")
+    assert leaving_it_out.returncode == 0, leaving_it_out.stderr[-3000:]
+    assert [r["task"] for r in json.loads((out / "results.json").read_text())["tasks"]] == ["relu_scale"]
+
+    done = mtmc(*args)  # the whole folder: relu_scale is finished, the broken file becomes a row
+    assert done.returncode == 0, done.stderr[-3000:]
+    message = f"{suite / 'a_broken.py'}: syntax error at line 1: invalid syntax"
+    assert f"an error row: {message}" in done.stdout + done.stderr
+    rows = json.loads((out / "results.json").read_text())["tasks"]
+    assert [(r["task"], r["status"], r["error"]) for r in rows] == [("a_broken", "error", message),
+                                                                    ("relu_scale", "ok", None)]

@@ -6,7 +6,7 @@ import textwrap
 import pytest
 import torch
 
-from mtmc.tasks import TaskError, load_suite, load_task, summarize
+from mtmc.tasks import BrokenTask, TaskError, load_suite, load_task, scan_suite, summarize
 from mtmc.verify.hardware import Peaks, roofline_ms
 
 GOOD = """
@@ -84,6 +84,18 @@ def test_folder_is_a_suite(tmp_path):
     assert [t.name for t in load_suite(tmp_path)] == ["a", "b"]
 
 
+def test_scan_keeps_broken_files_as_rows(tmp_path):
+    write(tmp_path, GOOD, "a.py")
+    write(tmp_path, "def oops(:\n", "b.py")
+    seen = []
+    good, broken = scan_suite(tmp_path, on_load=lambda i, n, entry: seen.append((i, n, entry.name)))
+    assert good.name == "a" and seen == [(1, 2, "a"), (2, 2, "b")]
+    assert broken == BrokenTask("b", str(tmp_path / "b.py"), f"{tmp_path / 'b.py'}: syntax error at line 1: "
+                                "invalid syntax")
+    with pytest.raises(TaskError, match=r"b\.py: syntax error"):
+        load_suite(tmp_path)
+
+
 def test_empty_folder(tmp_path):
     with pytest.raises(TaskError, match="holds no task files"):
         load_suite(tmp_path)
@@ -98,6 +110,11 @@ BAD = {
     "non-tensor output": (GOOD.replace("return torch.relu(x @ self.weight) * 2.0", "return 3.0"),
                           r"bad\.py: Model.forward must return a tensor .*got float"),
     "forward raises": (GOOD.replace("x @ self.weight", "x @ x"), r"bad\.py: Model.forward raised"),
+    "list input": (GOOD.replace("return [torch.randn(M, K)]", "return [[1.0, 2.0]]"),
+                   r"bad\.py: get_inputs\(\) returned a list at position 0; each input must be a tensor"),
+    "number where a tensor is needed": (GOOD.replace("return [torch.randn(M, K)]", "return [3.0]"),
+                                        r"bad\.py: Model.forward raised TypeError on get_inputs\(\)'s "
+                                        r"non-tensor input\(s\) at \[0\]"),
     "import fails": ("import not_a_module\n" + GOOD,
                      r"bad\.py: importing the task raised ModuleNotFoundError"),
     "Model not a module": (GOOD.replace("class Model(nn.Module):", "class Model:"),

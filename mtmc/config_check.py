@@ -1,0 +1,96 @@
+"""Check a job's config before Hydra starts it: each mistake is one sentence, never a traceback.
+
+    check_overrides("optimize", ["task=softmax_lastdim", "max_steps=-3"])
+    -> SystemExit("mtmc optimize: max_steps=-3: must be a whole number, at least 1")
+
+Hydra would report these later and at length: an unknown config-group option (`planner=foo`) as a
+composition error with the search path, a key left `???` (`coder=openai` without `coder.model`) as an
+OmegaConf traceback, a negative budget as a LangGraph error in the middle of a run (after the run
+folder was made). Composing once here costs a fraction of a second.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from hydra import compose, initialize_config_dir
+from hydra.errors import HydraException
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+GROUPS = ("planner", "coder", "verifier")
+_ABSENT = object()
+FILLED_BY_JOB = {"train": {"planner.checkpoint"}}  # `???` keys the job sets itself (the one it trains)
+
+
+def _whole(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _seconds(v: object) -> bool:
+    return v is None or (isinstance(v, int | float) and not isinstance(v, bool) and v > 0)
+
+
+# budget key -> (what it must be, the test); checked at the top level and under `eval.` (mtmc train)
+BUDGETS = {
+    "max_steps": ("a whole number, at least 1", lambda v: _whole(v) and v >= 1),
+    "max_retries": ("a whole number, at least 0", lambda v: _whole(v) and v >= 0),
+    "time_limit_s": ("a positive number of seconds, or null for no limit", _seconds),
+}
+
+
+def check_overrides(job: str, overrides: Sequence[str], conf_dir: str) -> None:
+    """Compose the job's config as Hydra will and check it; raise SystemExit with one line if wrong."""
+    for override in overrides:
+        _check_group_choice(job, override, Path(conf_dir))
+    try:
+        with initialize_config_dir(config_dir=conf_dir, version_base="1.3", job_name=job):
+            cfg = compose(config_name=job, overrides=list(overrides))
+    except (HydraException, OmegaConfBaseException) as err:
+        raise SystemExit(f"mtmc {job}: {_first_line(err)}") from None
+    check_values(job, cfg)
+
+
+def check_values(job: str, cfg: DictConfig) -> None:
+    """Keys left unset (`???`) and budgets out of range."""
+    missing = sorted(set(_missing_keys(cfg)) - FILLED_BY_JOB.get(job, set()))
+    if missing:
+        given = " ".join(f"{key}=<...>" for key in missing)
+        raise SystemExit(f"mtmc {job}: {', '.join(missing)} not set: give {given}")
+    for prefix in ("", "eval."):
+        for key, (rule, legal) in BUDGETS.items():
+            value = OmegaConf.select(cfg, prefix + key, default=_ABSENT)
+            if value is not _ABSENT and not legal(value):
+                raise SystemExit(f"mtmc {job}: {prefix + key}={value}: must be {rule}")
+
+
+def _missing_keys(cfg: DictConfig, prefix: str = "") -> list[str]:
+    # Not OmegaConf.missing_keys: it resolves interpolations, and `${hydra:...}` cannot resolve yet.
+    keys = []
+    for key in cfg:
+        if OmegaConf.is_missing(cfg, key):
+            keys.append(f"{prefix}{key}")
+        elif not OmegaConf.is_interpolation(cfg, key) and isinstance(cfg[key], DictConfig):
+            keys += _missing_keys(cfg[key], f"{prefix}{key}.")
+    return keys
+
+
+def _check_group_choice(job: str, override: str, conf_dir: Path) -> None:
+    # Hydra's own message for this spans a dozen lines and lists its search path.
+    key, _, value = override.partition("=")
+    if key not in GROUPS or not value:
+        return
+    options = sorted(p.stem for p in (conf_dir / key).glob("*.yaml"))
+    for choice in value.split(","):  # `planner=a,b` is a sweep under -m
+        if choice not in options:
+            raise SystemExit(f"mtmc {job}: {key}={choice}: no such {key}; choose one of {', '.join(options)}")
+
+
+def _first_line(err: BaseException) -> str:
+    # "Could not override 'max_stepz'." says little alone; its cause says "Key 'max_stepz' is not in struct".
+    text = (str(err).strip().splitlines() or [type(err).__name__])[0]
+    if err.__cause__ is not None and str(err.__cause__).strip():
+        text = f"{text.rstrip('.')}: {str(err.__cause__).strip().splitlines()[0]}"
+    return re.sub(r"Key '([^']*)' is not in struct", r"the config has no key '\1'", text)
