@@ -19,7 +19,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from coders.llm import ChatError
 from coders.openai import OpenAIChat, openai_coder
 from mtmc.graph import Context, build_graph, initial_state, run_config
-from mtmc.optimize import run_optimize
+from mtmc.optimize import RunStopped, run_optimize
 from mtmc.protocols import CoderError
 from mtmc.strategies import PORT
 from mtmc.verify import InterpreterVerifier
@@ -212,8 +212,9 @@ def test_an_unreachable_server_stops_the_run_and_resume_continues_it(tmp_path, v
                             max_retries=1, time_limit_s=None, **kwargs)
 
     with ScriptedChatServer([{"status": 503}] * 2) as server:
-        with pytest.raises(ChatError, match="HTTP 503"):
+        with pytest.raises(RunStopped, match="HTTP 503: .*stopped at step 0") as stopped:
             optimize(server)
+    assert isinstance(stopped.value.__cause__, ChatError) and not stopped.value.interrupted
     assert (tmp_path / "trajectory.jsonl").read_text() == ""  # nothing recorded against the step
     with ScriptedChatServer([reply(fenced(GOOD))]) as server:
         result = optimize(server, resume=True)
