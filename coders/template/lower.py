@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 
+from coders.template import pooling
 from coders.template.graph import GNode, Graph, Ref, _Unsupported, render, unsupported
 from coders.template.ir import Kernel, Op, Operand, Output, ProgramIR, PyStep
 
@@ -58,6 +59,10 @@ def lower(graph: Graph) -> ProgramIR:
             ir.steps.append(_matmul(graph, ir, node))
         elif node.kind == "attention":
             ir.steps.append(_attention(graph, ir, node))
+        elif node.kind == "pool":
+            ir.steps.append(pooling.lower_pool(graph, node, used))
+        elif node.kind == "pool_indices":
+            continue  # a second output of its pool's kernel
         else:
             raise unsupported(f"node kind {node.kind}")
     ir.patterns = _attention_patterns(graph)
