@@ -138,7 +138,7 @@ def lower_pool(graph: Any, node: Any, used: set[str]) -> Kernel:
     outputs = [Output(node.name, node.name, full, f"like:{x}")]
     index = node.attrs.get("indices")
     if index in used:
-        body.append(Op(index, "pool_index", [x]))
+        body.append(Op(index, "pool_index", [node.name]))  # the argmax of that pool
         outputs.append(Output(index, index, full, "int64"))
     space = {"input": x, "params": params, "pool": node.op, "nd": node.attrs["nd"],
              "window": node.attrs["window"], "traced": list(node.shape),

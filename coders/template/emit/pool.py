@@ -90,7 +90,7 @@ def check(kernel: Kernel) -> None:
     regions = Regions(kernel)
     if regions.pool.args[0] not in regions.per_tap_names:
         raise FusionError("the pooled value does not read the pool's input")
-    if regions.index is not None and regions.index.args != regions.pool.args:
+    if regions.index is not None and regions.index.args != [regions.pool.out]:
         raise FusionError("the indices belong to another pooled value")
     if any(a in regions.per_tap_names for op in regions.after for a in op.args if isinstance(a, str)):
         raise FusionError("an op after the pool reads a window element")
