@@ -135,13 +135,13 @@ def _params(kernel: Kernel, regions: Regions) -> tuple[list[str], list[str]]:
         params += [f"SZ{d}" for d in range(regions.n_outer)]
     params += [f"IN{j}" for j in range(nd)] + [f"OUT{j}" for j in range(nd)]
     if regions.adaptive:
-        return params + [f"KMAX{j}" for j in range(nd)], ["BLOCK"]
+        return params + [f"KMAX{j}" for j in range(nd)], ["WIDE", "BLOCK"]
     constexprs = [f"{c}{j}" for c in ("KS", "ST", "PD") for j in range(nd)]
     if regions.kind == "max":
         constexprs += [f"DL{j}" for j in range(nd)]
     else:
         constexprs += ["COUNT_PAD", "DIVISOR"]
-    return params, constexprs + ["BLOCK"]
+    return params, constexprs + ["WIDE", "BLOCK"]
 
 
 def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
@@ -152,7 +152,11 @@ def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
     kernel_header(w, kernel, name, params, constexprs)
     w.indent()
     w("pid = tl.program_id(0)")
-    w("offs = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)")
+    w("# 64-bit index arithmetic only where an offset may pass 2**31: 32-bit divisions are cheaper")
+    w("if WIDE:")
+    w("    offs = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)")
+    w("else:")
+    w("    offs = pid * BLOCK + tl.arange(0, BLOCK)")
     w("mask = offs < n")
     w("# the output's position along each pooled dim, then the flat index of the dims before them")
     w("outer = offs")
@@ -323,6 +327,7 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
     for out in kernel.outputs:
         w(f"{out.value} = {output_alloc('shape', out.dtype, device)}")
     w("n = math.prod(shape)")
+    kw.append(f"WIDE=max(n, {x}.numel()) > 2**30")  # headroom for a last block and padding
     args = [o.value for o in kernel.operands] + [o.value for o in kernel.outputs] + ["n"]
     if regions.split_outer():
         args.append(f"*{x}.shape[:-{nd}]")
