@@ -16,6 +16,7 @@ from dataclasses import replace
 from coders.template.emit import conv as conv_emit
 from coders.template.emit import conv_transpose as conv_transpose_emit
 from coders.template.emit import matmul as matmul_emit
+from coders.template.emit import pool as pool_emit
 from coders.template.emit import reduce as reduce_emit
 from coders.template.emit.common import FusionError, check_operands, needed
 from coders.template.ir import Kernel, Op, Operand, Output, ProgramIR, PyStep, step_outs, step_uses
@@ -64,6 +65,8 @@ def validate(kernel: Kernel) -> None:
         conv_emit.check(kernel)
     elif kernel.kind == "conv_transpose":
         check_operands(kernel, conv_transpose_emit.epilogue_axes(kernel))
+    elif kernel.kind == "pool":
+        pool_emit.check(kernel)
 
 
 def space_shape(ir: ProgramIR, kernel: Kernel) -> list[int]:
@@ -123,6 +126,10 @@ def in_order(ir: ProgramIR) -> bool:
 def dim_map(ir: ProgramIR, host: Kernel, guest: Kernel) -> tuple[dict[int, int], bool] | None:
     """Guest space dim -> host space dim, and whether the guest runs on the host's reduced level."""
     h, g = space_shape(ir, host), space_shape(ir, guest)
+    if host.kind == "pool":
+        # elementwise ops over the pool's input (a prologue) or its output (an epilogue), dim for dim
+        same = guest.kind == "pointwise" and g in (h, host.space["in_traced"])
+        return ({i: i for i in range(len(g))}, False) if same else None
     if host.kind == "reduce":
         d0, d1 = host.space["red"]
         if guest.kind == "reduce":
@@ -163,13 +170,16 @@ def broadcasts(small: list[int], big: list[int]) -> bool:
 def merge(ir: ProgramIR, producer: Kernel, consumer: Kernel) -> ProgramIR:
     """A new IR with the two kernels merged into one (raises NotFusable)."""
     prologue = producer.kind == "pointwise" and (
-        consumer.kind == "reduce" or (consumer.kind == "pointwise" and broadcasts(
+        consumer.kind in ("reduce", "pool") or (consumer.kind == "pointwise" and broadcasts(
             space_shape(ir, producer), space_shape(ir, consumer))))
     host, guest = (consumer, producer) if prologue else (producer, consumer)
     if host.kind == "attention" or guest.kind in (*GEMM_KINDS, "attention"):
         raise NotFusable("attention, matmul and conv kernels only take elementwise epilogues")
     if host.kind == "pointwise" and guest.kind == "reduce":
         raise NotFusable("a pointwise kernel cannot host a reduction")
+    if guest.kind == "pool" or (host.kind == "pool" and space_shape(ir, guest) !=
+                                (host.space["in_traced"] if prologue else space_shape(ir, host))):
+        raise NotFusable("a pool kernel takes elementwise ops on its input or its output only")
     mapping = dim_map(ir, host, guest)
     if mapping is None:
         raise NotFusable("the kernels iterate over different spaces")
@@ -337,6 +347,14 @@ def _fix_space(ir: ProgramIR, merged: Kernel, host: Kernel, guest: Kernel) -> No
         if not candidates:
             raise NotFusable("no input of the merged kernel has the reduction's shape")
         merged.space["input"] = candidates[0]
+    if merged.kind == "pool" and merged.space["input"] not in reads:
+        # the launcher sizes the pool by a tensor of the input's shape that the window reads
+        window = pool_emit.Regions(merged).per_tap_names
+        taps = [o.value for i, o in enumerate(merged.operands) if o.dims == full and not o.scalar and
+                any(op.op == "load" and op.args == [i] and op.out in window for op in merged.body)]
+        if not taps:
+            raise NotFusable("no input of the merged kernel has the pool input's shape")
+        merged.space["input"] = taps[0]
     if merged.kind == "pointwise" and not set(merged.space["shape_of"]) <= reads:
         if not candidates:
             raise NotFusable("no input of the merged kernel has the output's shape")
@@ -378,8 +396,8 @@ def pairs(ir: ProgramIR) -> list[tuple[str, Kernel, Kernel]]:
         for producer in producers:
             inline = producer.kind == "pointwise" and consumer.kind == "pointwise" and \
                 broadcasts(space_shape(ir, producer), space_shape(ir, consumer))
-            kind = "prologue" if producer.kind == "pointwise" and consumer.kind == "reduce" or inline \
-                else "epilogue"
+            kind = "prologue" if producer.kind == "pointwise" and consumer.kind in ("reduce", "pool") or \
+                inline else "epilogue"
             out.append((kind, producer, consumer))
     return out
 

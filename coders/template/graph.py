@@ -12,6 +12,8 @@ methods, torch.* functions and nn modules that mean the same op all map to one c
     matmul            linear / mm / bmm / matmul (+ bias)
     conv              conv1d / conv2d / conv3d (+ bias)
     conv_transpose    ConvTranspose1d/2d/3d (+ bias), geometry read at run time (conv_transpose_lower.py)
+    pool              max / average pooling, fixed or adaptive windows (coders/template/pooling.py);
+    pool_indices      its argmax positions (return_indices)
     attention         scaled dot-product attention
 """
 
@@ -29,6 +31,7 @@ import torch.fx as fx
 import torch.nn as nn
 import torch.nn.functional as F
 
+from coders.template import pooling
 from coders.template.ops import UNARY
 from mtmc.protocols import CoderError
 from mtmc.tasks import Task
@@ -46,7 +49,8 @@ class Ref:
 @dataclass
 class GNode:
     name: str
-    kind: str  # input | param | py | pw | red | matmul | conv | conv_transpose | attention
+    kind: str  # input | param | py | pw | red | matmul | conv | conv_transpose | attention | pool |
+    #            pool_indices
     op: str = ""
     args: list[Any] = field(default_factory=list)
     attrs: dict[str, Any] = field(default_factory=dict)
@@ -548,8 +552,8 @@ for _conv in ("conv1d", "conv2d", "conv3d"):
 for _conv in ("conv_transpose1d", "conv_transpose2d", "conv_transpose3d"):
     _reg(_conv, _X + ["weight", "bias", "stride", "padding", "output_padding", "groups", "dilation"],
          getattr(F, _conv), getattr(torch, _conv))
-_reg("adaptive_avg_pool", _X + ["output_size"], F.adaptive_avg_pool1d, F.adaptive_avg_pool2d,
-     F.adaptive_avg_pool3d)
+for _pool, _params, _keys in pooling.FUNCTIONS:
+    _reg(_pool, _params, *_keys)
 # views and shape queries: emitted as Python
 for _view in ("view", "reshape", "flatten", "unflatten", "squeeze", "unsqueeze", "transpose",
               "permute", "t", "expand", "expand_as", "size", "dim", "numel", "chunk", "split",
@@ -878,14 +882,29 @@ def _h_conv_transpose(nz: _Normalizer, name: str, op: str, b: dict, result: Any)
     return conv_transpose_lower.trace_function(nz, name, op, b, result)
 
 
-def _h_adaptive_pool(nz: _Normalizer, name: str, op: str, b: dict, result: Any) -> Ref:
-    size = b["output_size"]
-    sizes = size if isinstance(size, list | tuple) else [size]
-    if any(s != 1 for s in sizes):
-        raise unsupported("adaptive_avg_pool with an output size other than 1")
-    x = b["input"]
+def _h_pool(nz: _Normalizer, name: str, op: str, b: dict, result: Any) -> Any:
+    return _pool_node(nz, name, pooling.from_call(op, b), b["input"], result)
+
+
+def _pool_node(nz: _Normalizer, name: str, call: pooling.PoolCall, x: Ref, result: Any) -> Any:
+    """A pool node and the tuple of its parameters (coders/template/pooling.py); with indices, the
+    (values, indices) pair. Global average pooling is a mean over the pooled dims."""
     rank = len(nz.shape(x))
-    return nz.red("mean", x, (2, rank), name, tuple(result.shape), attrs={"keepdim": True})
+    if not nz.meta(x).dtype.is_floating_point or rank not in (call.nd + 1, call.nd + 2):
+        raise unsupported(f"{call.kind} pooling of a {rank}-D {nz.meta(x).dtype} tensor")
+    values = result[0] if call.indices else result
+    if call.is_global_average():
+        return nz.red("mean", x, (rank - call.nd, rank), name, tuple(values.shape), attrs={"keepdim": True})
+    fields = pooling.FIELDS[call.kind]
+    expr = "(" + ", ".join(call.exprs.get(f) or render(call.values[f]) for f in fields) + ",)"
+    refs = [v for v in _flat(list(call.values.values())) if isinstance(v, Ref)]
+    params = nz.py(f"{name}_params", expr, None, args=refs)
+    pool = nz.add(name, "pool", call.kind, [x, params], pooling.node_attrs(call), like=values)
+    if not call.indices:
+        return pool
+    indices = nz.add(f"{name}_indices", "pool_indices", "", [pool], like=result[1])
+    nz.meta(pool).attrs["indices"] = indices.name
+    return (pool, indices)
 
 
 _HANDLERS = {
@@ -910,7 +929,7 @@ _HANDLERS = {
     "sdpa": _h_sdpa,
     **{op: _h_conv for op in ("conv1d", "conv2d", "conv3d")},
     **{op: _h_conv_transpose for op in ("conv_transpose1d", "conv_transpose2d", "conv_transpose3d")},
-    "adaptive_avg_pool": _h_adaptive_pool,
+    **{op: _h_pool for op in pooling.CANONICAL},
 }
 
 
@@ -1028,9 +1047,8 @@ def _m_cosine(nz, n, module, path, args, kwargs, result):
                      {"x1": args[0], "x2": args[1], "dim": module.dim, "eps": module.eps}, result)
 
 
-def _m_adaptive(nz, n, module, path, args, kwargs, result):
-    return _h_adaptive_pool(nz, n.name, "adaptive_avg_pool",
-                            {"input": args[0], "output_size": module.output_size}, result)
+def _m_pool(nz, n, module, path, args, kwargs, result):
+    return _pool_node(nz, n.name, pooling.from_module(module, path), args[0], result)
 
 
 _MODULES: dict[type, Any] = {
@@ -1063,6 +1081,5 @@ _MODULES: dict[type, Any] = {
     nn.KLDivLoss: _m_loss("kl_div"), nn.BCELoss: _m_loss("binary_cross_entropy"),
     nn.BCEWithLogitsLoss: _m_loss("binary_cross_entropy_with_logits"),
     nn.CosineSimilarity: _m_cosine,
-    nn.AdaptiveAvgPool1d: _m_adaptive, nn.AdaptiveAvgPool2d: _m_adaptive,
-    nn.AdaptiveAvgPool3d: _m_adaptive,
+    **{module: _m_pool for module in pooling.MODULES},
 }

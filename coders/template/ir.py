@@ -24,6 +24,10 @@ Kernel kinds and their `space` dict:
                 "padding", "dilation"}                    conv_lower.py); epilogue as for matmul
     conv_transpose {"input", "weight", "geometry", "dims"} transposed conv over its output
                                                           (N, C_out, *spatial); epilogue from "acc"
+    pool       {"input", "params", "pool", "nd", ...}      max / avg pooling of input's last nd dims;
+                                                          the space is the output's; params names the
+                                                          parameter tuple read at run time
+                                                          (coders/template/pooling.py, emit/pool.py)
 """
 
 from __future__ import annotations
@@ -62,7 +66,7 @@ class Output:
 @dataclass
 class Kernel:
     name: str
-    kind: str  # pointwise | reduce | matmul | conv | conv_transpose | attention
+    kind: str  # pointwise | reduce | matmul | conv | conv_transpose | attention | pool
     space: dict[str, Any]
     operands: list[Operand]
     body: list[Op]
@@ -147,7 +151,7 @@ SPACE_VALUES = ("input", "a", "b", "q", "k", "v", "bias", "weight", "geometry")
 def step_uses(step: Kernel | PyStep) -> list[str]:
     """Wrapper variables a step reads: a kernel's operands and the tensors its space is built on."""
     if isinstance(step, Kernel):
-        keys = SPACE_VALUES + ("groups", "scale")
+        keys = SPACE_VALUES + ("groups", "scale", "params")
         uses = [step.space[key] for key in keys if isinstance(step.space.get(key), str)]
         uses += [v for v in step.space.get("shape_of", []) if isinstance(step.space.get("shape_of"), list)]
         uses += [o.value for o in step.operands]

@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 
+from coders.template import pooling
 from coders.template.conv_lower import lower_conv
 from coders.template.conv_transpose_lower import lower_conv_transpose
 from coders.template.graph import GNode, Graph, Ref, _Unsupported, render, unsupported
@@ -64,6 +65,10 @@ def lower(graph: Graph) -> ProgramIR:
             ir.steps.append(_attention(graph, ir, node))
         elif node.kind == "conv_transpose":
             ir.steps.append(lower_conv_transpose(graph, ir, node, Body(graph, ir, len(node.shape))))
+        elif node.kind == "pool":
+            ir.steps.append(pooling.lower_pool(graph, node, used))
+        elif node.kind == "pool_indices":
+            continue  # a second output of its pool's kernel
         else:
             raise unsupported(f"node kind {node.kind}")
     ir.patterns = _attention_patterns(graph)

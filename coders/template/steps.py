@@ -33,6 +33,7 @@ PEAK_FLOPS = {"float32": 5.0e13, "float16": 5.0e14, "bfloat16": 5.0e14}
 _ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int64": 8, "int32": 4, "bool": 1}
 
 POINTWISE_BLOCKS = (256, 512, 1024, 2048, 4096)
+POOL_BLOCKS = (128, 256, 512, 1024, 2048)  # output elements per program
 ROW_BLOCKS = (1024, 2048, 4096, 8192, 16384, 32768)
 MATMUL_BLOCKS = (32, 64, 128, 256)
 MATMUL_PRESETS = ((128, 128, 32), (128, 64, 32), (64, 128, 32), (128, 256, 64), (64, 64, 32))
@@ -179,6 +180,10 @@ def _knobs(ir: ProgramIR, task: Task, kernel: Kernel) -> list[Strategy]:
             menu += [make("num_warps", w) for w in WARPS]
         if not cfg.get("vectorize"):
             menu.append(make("vectorize"))
+    elif kernel.kind == "pool":
+        if not tuned:
+            menu += [make("tile", BLOCK=b) for b in POOL_BLOCKS]
+            menu += [make("num_warps", w) for w in WARPS]
     elif kernel.kind == "reduce" and not _is_column(kernel):
         n_cols = _numel(kernel.space["traced"][slice(*kernel.space["red"])])
         if not tuned:

@@ -13,7 +13,7 @@ import builtins
 import re
 import textwrap
 
-from coders.template.emit import attention, conv, conv_transpose, matmul, pointwise, reduce
+from coders.template.emit import attention, conv, conv_transpose, matmul, pointwise, pool, reduce
 from coders.template.emit.common import Writer
 from coders.template.emit.launch import Launcher, emit_configs
 from coders.template.graph import unsupported
@@ -21,7 +21,7 @@ from coders.template.ir import Kernel, ProgramIR, PyStep
 from mtmc.tasks import Task
 
 _EMITTERS = {"pointwise": pointwise, "reduce": reduce, "matmul": matmul, "attention": attention,
-             "conv": conv, "conv_transpose": conv_transpose}
+             "conv": conv, "conv_transpose": conv_transpose, "pool": pool}
 _KNOWN = {"torch", "nn", "F", "math", "self", "super"} | set(dir(builtins))
 
 
@@ -54,6 +54,8 @@ def generate(task: Task, ir: ProgramIR) -> str:
         _emit_num_programs(w)
     if tma:
         _emit_tma_ready(w)
+    if any(k.kind == "pool" for k in ir.kernels()):
+        pool.emit_helpers(w)
     if any(isinstance(s, PyStep) and "_triangle(" in s.expr for s in ir.steps):
         _emit_triangle(w)
     for kernel in ir.kernels():

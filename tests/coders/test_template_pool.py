@@ -1,0 +1,277 @@
+"""Pooling in the template coder: every form against PyTorch on the CPU interpreter.
+
+Each case is a small task (a pooling module or function at odd sizes, checked at two input shapes)
+written here from a template; tasks/pool_*.py are whole KernelBench-format files. Sizes are odd and
+windows do not divide them, so ceil_mode, padding and partial adaptive windows are exercised.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from coders.template import TemplateCoder
+from coders.template.emit import pool as pool_emit
+from coders.template.emit.program import generate
+from coders.template.ir import ProgramIR
+from mtmc.program import Program
+from mtmc.strategies import PORT, Strategy
+from mtmc.tasks import Task
+from tests.coders.test_template import check, check_module, import_program, local_task
+
+coder = TemplateCoder()
+
+SOURCE = '''
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+SHAPE = {shape}
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.pool = {module}
+        self.scale = nn.Parameter(torch.rand({channels}, {ones}) + 0.5)
+
+    def forward(self, x):
+        return {forward}
+
+
+def get_inputs():
+    x = torch.randn(SHAPE).to(torch.{dtype})
+    if {nan}:
+        x.view(-1)[::5] = float("nan")
+    return [x]
+
+
+def get_init_inputs():
+    return []
+
+
+MTMC = {{"cpu_sizes": [{{"SHAPE": {shape}}}, {{"SHAPE": {second}}}]}}
+'''
+
+SHAPES = {1: ((2, 3, 13), (1, 3, 8)), 2: ((2, 3, 9, 11), (1, 3, 6, 5)), 3: ((1, 3, 7, 6, 9), (2, 3, 5, 8, 4))}
+
+
+def pool_task(module: str, forward: str = "self.pool(x)", nd: int = 2, dtype: str = "float32",
+              nan: bool = False, shapes: tuple | None = None) -> Task:
+    shape, second = shapes or SHAPES[nd]
+    ones = ", ".join(["1"] * nd)
+    source = SOURCE.format(shape=shape, second=second, module=module, forward=forward, dtype=dtype,
+                           nan=nan, channels=shape[-nd - 1], ones=ones)
+    return Task(name="pool_case", source=source)
+
+
+def kernels(program: Program) -> list:
+    return ProgramIR.from_dict(program.metadata["template_ir"]).kernels()
+
+
+# --------------------------------------------------------------------------------------------------
+# every form against PyTorch
+# --------------------------------------------------------------------------------------------------
+
+MODULES = [
+    (1, "nn.MaxPool1d(3, stride=2, padding=1, dilation=2, ceil_mode=True)"),
+    (1, "nn.MaxPool1d(4)"),
+    (1, "nn.AvgPool1d(3, stride=2, padding=1, ceil_mode=True, count_include_pad=False)"),
+    (1, "nn.AvgPool1d(5, stride=1, padding=2)"),
+    (2, "nn.MaxPool2d((3, 2), stride=(2, 1), padding=(1, 0), dilation=(1, 2))"),
+    (2, "nn.MaxPool2d(2, ceil_mode=True)"),
+    (2, "nn.AvgPool2d(3, stride=2, padding=1, ceil_mode=True, divisor_override=5)"),
+    (2, "nn.AvgPool2d((2, 3), stride=(1, 2), padding=(1, 1), count_include_pad=False)"),
+    (2, "nn.AvgPool2d(3, stride=2, padding=1, ceil_mode=True)"),
+    (3, "nn.MaxPool3d(3, stride=2, padding=1, ceil_mode=True)"),
+    (3, "nn.MaxPool3d((2, 3, 2), stride=(1, 2, 2), dilation=(2, 1, 1))"),
+    (3, "nn.AvgPool3d(3, stride=2, padding=1, ceil_mode=True, count_include_pad=False)"),
+    (3, "nn.AvgPool3d(2, divisor_override=3)"),
+    (1, "nn.AdaptiveAvgPool1d(4)"),
+    (2, "nn.AdaptiveAvgPool2d((4, None))"),
+    (2, "nn.AdaptiveAvgPool2d((5, 3))"),
+    (3, "nn.AdaptiveAvgPool3d((2, 3, None))"),
+    (1, "nn.AdaptiveMaxPool1d(5)"),
+    (2, "nn.AdaptiveMaxPool2d((4, 3))"),
+    (3, "nn.AdaptiveMaxPool3d((2, None, 3))"),
+    (2, "nn.AdaptiveAvgPool2d(1)"),
+    (2, "nn.AdaptiveMaxPool2d((1, 1))"),
+]
+
+
+@pytest.mark.parametrize("nd, module", MODULES, ids=[m for _, m in MODULES])
+def test_pooling_modules_match_pytorch(nd, module, tmp_path):
+    task = pool_task(module, nd=nd)
+    check(task, coder.apply(task, None, PORT), tmp_path)
+
+
+WITH_INDICES = [
+    (1, "nn.MaxPool1d(3, stride=2, padding=1, dilation=2, ceil_mode=True, return_indices=True)"),
+    (2, "nn.MaxPool2d((3, 2), stride=(2, 1), padding=1, return_indices=True)"),
+    (3, "nn.MaxPool3d(2, stride=2, padding=1, ceil_mode=True, return_indices=True)"),
+    (2, "nn.AdaptiveMaxPool2d((4, 3), return_indices=True)"),
+    (3, "nn.AdaptiveMaxPool3d((2, None, 3), return_indices=True)"),
+]
+
+
+@pytest.mark.parametrize("nd, module", WITH_INDICES, ids=[m for _, m in WITH_INDICES])
+def test_return_indices_numbers_positions_like_pytorch(nd, module, tmp_path):
+    """Values and int64 flat positions within the pooled dims (checked exactly)."""
+    task = pool_task(module, nd=nd)
+    program = coder.apply(task, None, PORT)
+    assert [len(k.outputs) for k in kernels(program)] == [2]
+    check(task, program, tmp_path)
+
+
+FUNCTIONS = [
+    (2, "F.max_pool2d(x, 3, 2, 1, return_indices=True)"),
+    (2, "F.max_pool2d_with_indices(x, 2, 1, 0, 2)[1]"),
+    (1, "torch.max_pool1d(x, 3)"),
+    (1, "torch.avg_pool1d(x, 4, 3, 1, True, False)"),
+    (3, "F.avg_pool3d(x, (3, 2, 3), 2, 1, divisor_override=7)"),
+    (2, "F.adaptive_max_pool2d(x, (3, 4), True)"),
+    (1, "torch.adaptive_max_pool1d(x, 4)"),
+    (3, "F.adaptive_avg_pool3d(x, (3, None, 2))"),
+    (2, "F.avg_pool2d(x, x.size()[2:])"),  # global average pooling with a computed kernel size
+    (2, "F.max_pool2d(x, kernel_size=(2, 3), stride=None, padding=(1, 1), ceil_mode=True)"),
+]
+
+
+@pytest.mark.parametrize("nd, forward", FUNCTIONS, ids=[f for _, f in FUNCTIONS])
+def test_pooling_functions_match_pytorch(nd, forward, tmp_path):
+    task = pool_task("nn.Identity()", forward, nd=nd)
+    check(task, coder.apply(task, None, PORT), tmp_path)
+
+
+def test_unbatched_input_and_fp16_are_pooled_over_their_last_dims(tmp_path):
+    task = pool_task("nn.MaxPool2d(3, 2, 1, return_indices=True)", shapes=((3, 9, 11), (3, 6, 5)))
+    check(task, coder.apply(task, None, PORT), tmp_path)
+    task = pool_task("nn.AvgPool2d(3, 2, 1, ceil_mode=True)", dtype="float16")
+    program = coder.apply(task, None, PORT)
+    assert 'dtype=x.dtype' in program.source  # computed in fp32, stored in the input's dtype
+    check(task, program, tmp_path, tag="fp16")
+
+
+@pytest.mark.parametrize("module", ["nn.MaxPool2d(3, 2, 1, return_indices=True)",
+                                    "nn.AdaptiveMaxPool2d((4, 3), return_indices=True)",
+                                    "nn.AdaptiveMaxPool2d(1)", "nn.AvgPool2d(2, 1)"])
+def test_nan_propagates_as_in_pytorch(module, tmp_path):
+    """A NaN in a window wins the max (its position is the index); avg sums it in."""
+    task = pool_task(module, nan=True)
+    module_ = import_program(coder.apply(task, None, PORT).source, tmp_path, "nan")
+    sizes = task.sizes("cpu")[0]
+    reference = task.make_model(sizes=sizes)
+    x = task.make_inputs(seed=1, sizes=sizes)[0]
+    assert x.isnan().any()
+    with torch.no_grad():
+        expected, got = reference(x), module_.ModelNew()(x)
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    got = got if isinstance(got, tuple) else (got,)
+    assert expected[0].isnan().any()
+    for e, g in zip(expected, got, strict=True):
+        torch.testing.assert_close(g, e, equal_nan=True)
+
+
+def test_module_parameters_are_read_at_run_time(tmp_path):
+    """A task size that changes the kernel size, stride and padding still runs (they are not baked in)."""
+    task = local_task("pool_kernelbench_sizes")
+    assert len({s.get("kernel_size", 3) for s in task.sizes("cpu")}) > 1
+    check(task, coder.apply(task, None, PORT), tmp_path)
+
+
+# --------------------------------------------------------------------------------------------------
+# fusion
+# --------------------------------------------------------------------------------------------------
+
+def fuse_all(task: Task, program: Program) -> Program:
+    while fusions := [s for s in coder.legal_strategies(task, program) if s.kind == "fuse"]:
+        program = coder.apply(task, program, fusions[0])
+    return program
+
+
+@pytest.mark.parametrize("nd, module, forward", [
+    # padding stays -inf: f(padding) = -4 would win the border windows of x - 4
+    (1, "nn.MaxPool1d(2, stride=1, padding=1)", "self.pool(x - 4.0)"),
+    # count_include_pad: padding adds 0, not f(0) = 3 (a per-channel scale, 1 of the 2 outer dims)
+    (2, "nn.AvgPool2d(3, 2, 1)", "self.pool(x * self.scale + 3.0)"),
+    (3, "nn.MaxPool3d(2, 2, 1, return_indices=True)", "self.pool(torch.relu(x) * self.scale)[1]"),
+    (2, "nn.AdaptiveAvgPool2d((4, 3))", "self.pool(torch.sigmoid(x) * x)"),
+])
+def test_prologue_is_applied_to_each_window_element(nd, module, forward, tmp_path):
+    task = pool_task(module, forward, nd=nd)
+    port = coder.apply(task, None, PORT)
+    assert Strategy.parse("fuse prologue") in coder.legal_strategies(task, port)
+    program = coder.apply(task, port, Strategy.parse("fuse prologue"))
+    assert [k.kind for k in kernels(program)] == ["pool"]
+    check(task, program, tmp_path)
+
+
+@pytest.mark.parametrize("nd, module, forward", [
+    (2, "nn.MaxPool2d(3, 2, 1)", "torch.tanh(self.pool(x) * 2.0) + self.scale"),
+    (1, "nn.AdaptiveMaxPool1d(5, return_indices=True)", "(lambda r: (r[0] - 1.0, r[1]))(self.pool(x))"),
+])
+def test_epilogue_is_applied_to_each_pooled_element(nd, module, forward, tmp_path):
+    task = pool_task(module, forward, nd=nd)
+    port = coder.apply(task, None, PORT)
+    program = coder.apply(task, port, Strategy.parse("fuse epilogue"))
+    assert [k.kind for k in kernels(program)] == ["pool"]
+    check(task, program, tmp_path)
+
+
+def test_activation_pool_bias_chain_becomes_one_kernel(tmp_path):
+    """relu -> max pool -> + per-channel scale: prologue and epilogue in the pool kernel."""
+    task = pool_task("nn.MaxPool2d(2, ceil_mode=True)", "self.pool(torch.relu(x) + 0.5) * self.scale")
+    program = fuse_all(task, coder.apply(task, None, PORT))
+    assert [k.kind for k in kernels(program)] == ["pool"]
+    check(task, program, tmp_path)
+
+
+def test_a_prologue_value_used_elsewhere_is_not_fused():
+    task = pool_task("nn.MaxPool2d(3, 2, 1)", "(lambda r: (self.pool(r), r))(torch.relu(x))")
+    port = coder.apply(task, None, PORT)
+    assert Strategy.parse("fuse prologue") not in coder.legal_strategies(task, port)
+
+
+def test_conv_relu_pool_task_fuses_around_the_library_conv(tmp_path):
+    task = local_task("pool_conv_relu")
+    program = fuse_all(task, coder.apply(task, None, PORT))
+    kinds = [k.kind for k in kernels(program)]
+    assert "pool" in kinds and "pointwise" not in kinds  # relu and scale run inside a kernel
+    check(task, program, tmp_path)
+
+
+# --------------------------------------------------------------------------------------------------
+# the menu
+# --------------------------------------------------------------------------------------------------
+
+def test_legal_steps_and_tiny_blocks_keep_the_program_correct(tmp_path):
+    task = pool_task("nn.AvgPool3d(3, 2, 1, ceil_mode=True, count_include_pad=False)", nd=3)
+    port = coder.apply(task, None, PORT)
+    legal = [str(s) for s in coder.legal_strategies(task, port)]
+    assert {"tile BLOCK=128", "num_warps 8", "autotune"} <= set(legal)
+    for i, text in enumerate(["tile BLOCK=128", "num_warps 2", "autotune"]):
+        check(task, coder.apply(task, port, Strategy.parse(text)), tmp_path, tag=f"s{i}")
+    ir = ProgramIR.from_dict(port.metadata["template_ir"])
+    ir.kernels()[0].config["BLOCK"] = 16  # several programs, a masked last block
+    check_module(task, import_program(generate(task, ir), tmp_path, "tiny"), task.sizes("cpu"))
+
+
+def test_autotune_space_starts_at_the_current_config_and_is_valid():
+    task = pool_task("nn.MaxPool2d(3, 2, 1)")
+    program = coder.apply(task, coder.apply(task, None, PORT), Strategy.parse("tile BLOCK=256"))
+    kernel = kernels(program)[0]
+    space = pool_emit.tuning_space(kernel)
+    assert space[0] == {"BLOCK": 256, "num_warps": 4}
+    assert len(space) == len({tuple(sorted(c.items())) for c in space}) > 1
+    for cfg in space:
+        assert set(cfg) == {"BLOCK", "num_warps"}
+        assert cfg["BLOCK"] & (cfg["BLOCK"] - 1) == 0 and cfg["num_warps"] in (1, 2, 4, 8, 16)
+    tuned = coder.apply(task, program, Strategy.parse("autotune"))
+    assert "@triton.autotune" in tuned.source
+    assert not [s for s in coder.legal_strategies(task, tuned) if s.kind in ("tile", "num_warps")]
+
+
+def test_global_average_pooling_stays_a_mean_reduction():
+    for module in ("nn.AdaptiveAvgPool2d(1)", "nn.AdaptiveAvgPool2d((1, 1))"):
+        program = coder.apply(pool_task(module), None, PORT)
+        assert [k.kind for k in kernels(program)] == ["reduce"]
