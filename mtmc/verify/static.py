@@ -516,9 +516,11 @@ def _lookup(dotted: str) -> Any:
     except ImportError:
         return None
     for i, part in enumerate(parts[1:], start=1):
-        if hasattr(obj, part):
+        try:
             obj = getattr(obj, part)
             continue
+        except Exception:  # absent, or a property that fails here (triton.runtime.driver.active)
+            pass
         try:  # a submodule not imported yet (torch.nn.init)
             obj = importlib.import_module(".".join(parts[: i + 1]))
         except ImportError:
