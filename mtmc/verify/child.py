@@ -35,6 +35,8 @@ from mtmc.verify import proof
 from mtmc.verify.policy import allowed_aten
 from mtmc.verify.timing import TimingOptions, time_calls
 
+DEVICE_KEPT_BYTES = 256 * 2**20  # first outputs up to this size stay on the device for the repeats
+
 
 # ------------------------------------------------------------------------------------------------
 # probe
@@ -209,7 +211,11 @@ def _run_schedule(module: Any, cases: list[dict[str, Any]], schedule: list[int],
             err.case = index
             raise
         if index not in reports:
-            reports[index], firsts[index] = _first_report(case, run), run["raw"]
+            reports[index] = _first_report(case, run)
+            # Later calls compare with the first on the device while that is cheap; GB-sized outputs
+            # are compared with the first's host copy instead, so that at most one output set
+            # stays on the device however the calls interleave.
+            firsts[index] = run["raw"] if _nbytes(run["raw"]) <= DEVICE_KEPT_BYTES else None
         else:
             _add_repeat(reports[index], firsts[index], run)
         if last[index] == position:  # the case's last call: free its model and outputs
@@ -257,7 +263,21 @@ def _add_repeat(report: dict[str, Any], first: Any, run: dict[str, Any]) -> None
     report["host_exits"].update(run["host_exits"])
     report["census_broken"] = report["census_broken"] or run["census_broken"]
     if report["deterministic"]:  # the first call that differs is the one reported
-        report["deterministic"], report["second_outputs"] = _compare_runs(first, run["raw"])
+        report["deterministic"], report["second_outputs"] = _compare_runs(*_comparable(report, first, run))
+
+
+def _comparable(report: dict[str, Any], first: Any, run: dict[str, Any]) -> tuple[Any, Any]:
+    """The first call's outputs and this call's, on one device (see _run_schedule)."""
+    if first is not None or report["type_errors"]:
+        return first, run["raw"]
+    outputs = _as_list(run["raw"])
+    if not all(type(o) is torch.Tensor for o in outputs):
+        return report["outputs"], run["raw"]  # _compare_runs reports the type change
+    return report["outputs"], [_host_copy(o) for o in outputs]
+
+
+def _nbytes(raw: Any) -> int:
+    return sum(o.nbytes for o in _as_list(raw) if isinstance(o, torch.Tensor))
 
 
 def _state_changes(module: Any, cases: list[dict[str, Any]], device: str) -> list[str]:

@@ -3,9 +3,9 @@
 Each mutant disables or loosens one check: every rule call site of the static checker (the call to
 `_flag` made unreachable), and a hand-written list of compare conditions, rejections and
 instruments. For each mutant, a scratch copy of the repository gets the change and runs
-tests/verify/test_static.py, test_correctness.py, test_protocol.py, test_proof.py,
-test_verifier.py and test_corpus.py with -x (fastest first); the first failing test is the one
-that caught it. A mutant no test catches survives. Not part of the default test run (slow: minutes
+tests/verify/test_static.py, test_correctness.py, test_protocol.py, test_proof.py, test_child.py,
+test_verifier.py and test_corpus.py, one file at a time with -x, the file that mirrors the mutated
+module first; the first failing test is the one that caught it. A mutant no test catches survives. Not part of the default test run (slow: minutes
 per runtime mutant on two cores):
 
     python tests/verify/mutation.py [--only SUBSTRING] [--out table.md]
@@ -25,11 +25,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 TESTS = ["tests/verify/test_static.py", "tests/verify/test_correctness.py", "tests/verify/test_protocol.py",
-         "tests/verify/test_proof.py", "tests/verify/test_verifier.py", "tests/verify/test_corpus.py"]
+         "tests/verify/test_proof.py", "tests/verify/test_child.py", "tests/verify/test_verifier.py",
+         "tests/verify/test_corpus.py"]
 STATIC, CORRECTNESS = "mtmc/verify/static.py", "mtmc/verify/correctness.py"
 VERIFIER, PROOF = "mtmc/verify/verifier.py", "mtmc/verify/proof.py"
 CHILD, PROTOCOL = "mtmc/verify/child.py", "mtmc/verify/protocol.py"
 STATIC_FILES = [STATIC, "mtmc/verify/static_launch.py"]
+MIRROR = {STATIC: "tests/verify/test_static.py", "mtmc/verify/static_launch.py": "tests/verify/test_static.py",
+          CORRECTNESS: "tests/verify/test_correctness.py", PROOF: "tests/verify/test_proof.py",
+          PROTOCOL: "tests/verify/test_protocol.py", CHILD: "tests/verify/test_child.py",
+          VERIFIER: "tests/verify/test_corpus.py"}
 
 
 @dataclass(frozen=True)
@@ -150,19 +155,25 @@ def apply(mutant: Mutant, scratch: Path) -> None:
     path.write_text(text.replace(mutant.old, mutant.new))
 
 
-def run_tests(scratch: Path, timeout_s: int) -> str:
-    """The first failing test's id, '' when every test passed (the mutant survived)."""
-    command = [sys.executable, "-m", "pytest", *TESTS, "-x", "-q", "-p", "no:cacheprovider"]
+def run_tests(scratch: Path, first: str, timeout_s: float) -> str:
+    """The first failing test's id, '' when every test passed (the mutant survived). The test file
+    that mirrors the mutated module runs first, then the others, each with -x."""
+    order = [first] + [t for t in TESTS if t != first] if first in TESTS else TESTS
     env = {"PYTHONPATH": str(scratch), "PATH": "/usr/bin:/bin", "HOME": str(scratch)}
-    try:
-        done = subprocess.run(command, cwd=scratch, env=env, capture_output=True, text=True,
-                              timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        return "(timed out: counted as caught)"
-    failed = re.search(r"^(?:FAILED|ERROR) (\S+)", done.stdout, re.MULTILINE)
-    if failed:
-        return failed.group(1)
-    return "" if done.returncode == 0 else f"(pytest exit {done.returncode})"
+    deadline = time.monotonic() + timeout_s
+    for test_file in order:
+        command = [sys.executable, "-m", "pytest", test_file, "-x", "-q", "-p", "no:cacheprovider"]
+        try:
+            done = subprocess.run(command, cwd=scratch, env=env, capture_output=True, text=True,
+                                  timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            return "(timed out: counted as caught)"
+        failed = re.search(r"^(?:FAILED|ERROR) (\S+)", done.stdout, re.MULTILINE)
+        if failed:
+            return failed.group(1)
+        if done.returncode != 0:
+            return f"(pytest exit {done.returncode} in {test_file})"
+    return ""
 
 
 def main() -> None:
@@ -185,7 +196,7 @@ def main() -> None:
                     shutil.copy(ROOT / name, scratch / name)
             apply(mutant, scratch)
             start = time.monotonic()
-            caught = run_tests(scratch, args.timeout)
+            caught = run_tests(scratch, MIRROR.get(mutant.path, TESTS[0]), args.timeout)
             survivors += not caught
             rows.append(f"| {mutant.name} | {caught or '**SURVIVED**'} | {time.monotonic() - start:.0f} |")
             print(rows[-1], flush=True)
