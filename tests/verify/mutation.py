@@ -5,8 +5,8 @@ Each mutant disables or loosens one check: every rule call site of the static ch
 instruments. For each mutant, a scratch copy of the repository gets the change and runs
 tests/verify/test_static.py, test_correctness.py, test_protocol.py, test_proof.py, test_child.py,
 test_verifier.py and test_corpus.py, one file at a time with -x, the file that mirrors the mutated
-module first; the first failing test is the one that caught it. A mutant no test catches survives. Not part of the default test run (slow: minutes
-per runtime mutant on two cores):
+module first; the first failing test is the one that caught it. A mutant no test catches survives.
+Not part of the default test run (slow: minutes per runtime mutant on two cores):
 
     python tests/verify/mutation.py [--only SUBSTRING] [--out table.md]
 """
@@ -30,8 +30,9 @@ TESTS = ["tests/verify/test_static.py", "tests/verify/test_correctness.py", "tes
 STATIC, CORRECTNESS = "mtmc/verify/static.py", "mtmc/verify/correctness.py"
 VERIFIER, PROOF = "mtmc/verify/verifier.py", "mtmc/verify/proof.py"
 CHILD, PROTOCOL = "mtmc/verify/child.py", "mtmc/verify/protocol.py"
-STATIC_FILES = [STATIC, "mtmc/verify/static_launch.py"]
-MIRROR = {STATIC: "tests/verify/test_static.py", "mtmc/verify/static_launch.py": "tests/verify/test_static.py",
+LAUNCH = "mtmc/verify/static_launch.py"
+STATIC_FILES = [STATIC, LAUNCH]
+MIRROR = {STATIC: "tests/verify/test_static.py", LAUNCH: "tests/verify/test_static.py",
           CORRECTNESS: "tests/verify/test_correctness.py", PROOF: "tests/verify/test_proof.py",
           PROTOCOL: "tests/verify/test_protocol.py", CHILD: "tests/verify/test_child.py",
           VERIFIER: "tests/verify/test_corpus.py"}
