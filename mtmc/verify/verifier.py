@@ -2,10 +2,13 @@
 fork-server per GPU, correctness + proof of work + timing). Both share `Engine`, which runs the
 protocol of DESIGN.md "Verification protocol":
 
-    cache? -> static checks -> reference (trusted child, cached per task) -> candidate (its own
-    child) -> judge in this process: tampering, threads, decoy, PyTorch compute, correctness per
-    case, determinism; on a GPU also Triton share, timed-output recheck, timer consistency,
-    roofline floor, baselines (trusted child, cached) -> Verdict -> cache
+    cache? -> static checks -> reference (trusted child, cached per task; plus a derived second
+    size for a task that declares one) -> candidate (its own child; the forward calls in a secret
+    random order and number, with repeats: protocol.py) -> judge in this process: tampering
+    (watched identities, forged launch counts, a popped census), threads, decoy, host exits,
+    PyTorch compute, correctness per case, determinism and repeats, kept state; on a GPU also
+    foreign device kernels, timed-output recheck, timer consistency, roofline floor, baselines
+    (trusted child, cached) -> Verdict -> cache
 
 The reference outputs live only in this process; candidates see inputs, never expected outputs.
 `verify` never raises for a bad candidate; a broken task or a broken harness raises.
