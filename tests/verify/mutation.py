@@ -14,6 +14,8 @@ Not part of the default test run (slow: minutes per runtime mutant on two cores)
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import re
 import shutil
 import subprocess
@@ -163,6 +165,11 @@ def run_tests(scratch: Path, first: str, timeout_s: float) -> str:
     env = {"PYTHONPATH": str(scratch), "PATH": "/usr/bin:/bin", "HOME": str(scratch)}
     deadline = time.monotonic() + timeout_s
     for test_file in order:
+        if test_file in IN_PROCESS:
+            failed = _pytest_here(scratch, test_file)
+            if failed:
+                return failed
+            continue
         command = [sys.executable, "-m", "pytest", test_file, "-x", "-q", "-p", "no:cacheprovider"]
         try:
             done = subprocess.run(command, cwd=scratch, env=env, capture_output=True, text=True,
@@ -175,6 +182,38 @@ def run_tests(scratch: Path, first: str, timeout_s: float) -> str:
         if done.returncode != 0:
             return f"(pytest exit {done.returncode} in {test_file})"
     return ""
+
+
+# Test files that start no verifier workers run inside this process (torch is imported once):
+# the mutated modules are imported afresh from the scratch copy for each mutant.
+IN_PROCESS = {"tests/verify/test_static.py", "tests/verify/test_correctness.py",
+              "tests/verify/test_protocol.py", "tests/verify/test_proof.py"}
+
+
+class _FirstFailure:
+    def __init__(self) -> None:
+        self.nodeid = ""
+
+    def pytest_runtest_logreport(self, report) -> None:  # pytest hook
+        if report.failed and not self.nodeid:
+            self.nodeid = report.nodeid
+
+
+def _pytest_here(scratch: Path, test_file: str) -> str:
+    import pytest
+
+    for name in [m for m in sys.modules if m.split(".")[0] in ("mtmc", "conftest", "corpus_index")
+                 or m.startswith("test_")]:
+        del sys.modules[name]
+    kept = [p for p in sys.path if "mtmc-mutation" not in p]
+    sys.path[:] = [str(scratch), str(scratch / "tests" / "verify"), *kept]
+    recorder = _FirstFailure()
+    args = [str(scratch / test_file), "-x", "-q", "-p", "no:cacheprovider", "--rootdir", str(scratch)]
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = pytest.main(args, plugins=[recorder])
+    if recorder.nodeid:
+        return recorder.nodeid.replace(str(scratch) + "/", "")
+    return f"(pytest exit {int(code)} in {test_file})" if int(code) not in (0, 5) else ""
 
 
 def main() -> None:

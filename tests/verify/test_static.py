@@ -338,3 +338,13 @@ def test_template_coder_programs_from_gpu_runs_pass():
         lib = ["matmul", "linear", "bmm", "sdpa", "conv1d", "conv2d", "conv3d"]  # library rules: other tests
         report = check_source(source, lib)
         assert report.violations == [], [str(v) for v in report.violations]
+
+
+@pytest.mark.parametrize("line,fragment", [
+    ("from . import helper", "relative imports"),
+    ("from torch.nn.functional import *", "hides what is used"),
+    ("from torch import _C", "private internals"),
+])
+def test_import_forms_that_hide_what_is_used(line, fragment):
+    report = check_source(f"{line}\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n    pass\n")
+    assert any(fragment in v.message for v in report.violations), [str(v) for v in report.violations]
