@@ -348,3 +348,17 @@ def test_template_coder_programs_from_gpu_runs_pass():
 def test_import_forms_that_hide_what_is_used(line, fragment):
     report = check_source(f"{line}\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n    pass\n")
     assert any(fragment in v.message for v in report.violations), [str(v) for v in report.violations]
+
+
+@pytest.mark.parametrize("source,fragment", [
+    (model("return x") + "\n\nasync def later(x):\n    return x\n", "async code"),
+    ("class Meta(type):\n    pass\n\n\nclass Holder(metaclass=Meta):\n    pass\n\n\n" + model("return x"),
+     "metaclasses"),
+    ("class Helper(Model):\n    pass\n\n\n" + model("return x"), "`Helper` subclasses the reference Model"),
+    ("import functools\n\n\n@functools.lru_cache\ndef cached(n):\n    return n\n\n\n" + model("return x"),
+     "result caching"),
+    (model("return triton.tools.disasm"), "only triton.tools.tensor_descriptor"),
+])
+def test_refused_definitions(source, fragment):
+    report = check(source)
+    assert any(fragment in v.message for v in report.violations), [str(v) for v in report.violations]
