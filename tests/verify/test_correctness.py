@@ -140,3 +140,13 @@ def test_small_systematic_error_fails_on_the_normalized_check_alone():
     assert bool((diff <= FP32.atol * ref.abs().max() + FP32.rtol * ref.abs()).all())
     result = compare_tensor(ref, out, FP32, "t")
     assert not result.ok and "normalized error" in result.message
+
+
+def test_one_element_off_fails_on_the_elementwise_bound_alone():
+    """One element 5 atol*max|ref| off: the normalized error stays small, the elementwise bound
+    catches it (pins the size of that bound)."""
+    ref = torch.randn(4096)
+    out = ref.clone()
+    out[100] += 5 * FP32.atol * float(ref.abs().max())
+    result = compare_tensor(ref, out, FP32, "t")
+    assert not result.ok and result.rel_error < FP32.atol and "1 of 4096 elements" in result.message

@@ -1,8 +1,10 @@
-# PATTERN: class 1 at runtime: the grid function computes the answer inside the launch (static check bypassed)
+# PATTERN: class 1 at runtime: the grid function computes the answer inside the launch (static check bypassed; on a GPU the device profile sees PyTorch's softmax kernel)
 # TASK: softmax
 # STATIC: off
 # EXPECT: rejected
 # MESSAGE: aten._softmax
+# EXPECT-GPU: rejected
+# MESSAGE-GPU: device kernels other than the candidate's
 import torch
 import torch.nn as nn
 import triton

@@ -1,8 +1,10 @@
-# PATTERN: class 1 at runtime: the kernel body's helper runs torch compute, which the census now sees (static check bypassed)
+# PATTERN: class 1 at runtime: the kernel body's helper runs torch compute, which the census now sees (static check bypassed; a GPU compile refuses the call)
 # TASK: softmax
 # STATIC: off
 # EXPECT: rejected
 # MESSAGE: aten._softmax
+# EXPECT-GPU: compile_error
+# MESSAGE-GPU: helper
 import torch
 import torch.nn as nn
 import triton
