@@ -328,7 +328,6 @@ def _persistent_tensors(model: torch.nn.Module, module: Any) -> dict[str, torch.
                         walk(sub, f"{path}.{key}", depth + 1)
                 elif not name.startswith("__"):
                     walk(item, f"{path}.{name}", depth + 1)
-            walk(type(value), f"{path}.<class>", depth + 1)
         elif isinstance(value, (list, tuple, set, frozenset)):
             for i, item in enumerate(value):
                 walk(item, f"{path}[{i}]", depth + 1)

@@ -98,8 +98,6 @@ MANUAL = [
      "derived = None"),
     ("protocol: repeats not compared", "mtmc/verify/child.py",
      "if report[\"deterministic\"]:  # the first call", "if False:  # the first call"),
-    ("state: class attributes not walked", "mtmc/verify/child.py",
-     'walk(type(value), f"{path}.<class>", depth + 1)', "pass"),
     ("state: functions and instances not walked", "mtmc/verify/child.py",
      'elif getattr(value, "__module__", None) == home and not _triton_object(value):', "elif False:"),
     ("child: task source left in frames", CHILD, 'del data["task_source"]', "pass"),
