@@ -23,6 +23,7 @@ import sys
 import threading
 import time
 import traceback
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,8 @@ from mtmc.tasks.task import Task
 from mtmc.verify import proof
 from mtmc.verify.policy import allowed_aten
 from mtmc.verify.timing import TimingOptions, time_calls
+
+DEVICE_KEPT_BYTES = 256 * 2**20  # first outputs up to this size stay on the device for the repeats
 
 
 # ------------------------------------------------------------------------------------------------
@@ -134,7 +137,8 @@ def _reference_model(task: Task, case: dict[str, Any], device: str) -> torch.nn.
 # candidate
 # ------------------------------------------------------------------------------------------------
 def candidate(source: str, digest: str, inputs_path: str, device: str, library_ops: list[str],
-              time_it: bool, timing: dict[str, Any], profile_share: bool) -> dict[str, Any]:
+              time_it: bool, timing: dict[str, Any], profile_share: bool,
+              schedule: list[int] | None = None) -> dict[str, Any]:
     _precise_reference()  # vendor calls a task allows run at the reference's precision
     path = Path.cwd() / f"candidate_{digest}.py"
     path.write_text(source)
@@ -143,6 +147,7 @@ def candidate(source: str, digest: str, inputs_path: str, device: str, library_o
     threads_before = threading.active_count()
     clock = _PhaseClock()
     data = load_inputs(inputs_path, device)  # before the candidate's code runs
+    del data["task_source"]  # the reference's source stays out of the frames a candidate could read (S19)
     clock.lap("inputs")
     try:
         module = _import_candidate(path, digest)
@@ -151,12 +156,12 @@ def candidate(source: str, digest: str, inputs_path: str, device: str, library_o
     result: dict[str, Any] = {"cases": [], "launches": {}, "phases_s": clock.phases}
     clock.lap("import")
     census_allowed = allowed_aten(library_ops)
-    for index, case in enumerate(data["cases"]):
-        try:
-            result["cases"].append(_run_case(module, case, device, counter, census_allowed))
-        except BaseException as err:
-            return {**result, "error": _error_kind(err), "case": index,
-                    "message": _candidate_traceback(err, path)}
+    schedule = schedule or [i for i in range(len(data["cases"])) for _ in range(2)]
+    try:
+        result["cases"] = _run_schedule(module, data["cases"], schedule, device, counter, census_allowed)
+    except BaseException as err:
+        return {**result, "error": _error_kind(err), "case": getattr(err, "case", 0),
+                "message": _candidate_traceback(err, path)}
     clock.lap("cases")  # the first case pays CUDA's start and the Triton compiles
     try:
         result["state_changes"] = _state_changes(module, data["cases"], device)
@@ -170,6 +175,8 @@ def candidate(source: str, digest: str, inputs_path: str, device: str, library_o
             return {**result, "error": _error_kind(err), "message": _candidate_traceback(err, path)}
     result["tampered"] = proof.changed_identities(watched)
     result["threads_started"] = threading.active_count() - threads_before
+    result["threads_spawned"] = counter.threads_spawned
+    result["counter_forged"] = not counter.consistent()
     return result
 
 
@@ -184,37 +191,93 @@ def _import_candidate(path: Path, digest: str) -> Any:
     return module
 
 
-def _run_case(module: Any, case: dict[str, Any], device: str, counter: proof.LaunchCounter,
-              allowed: frozenset[str]) -> dict[str, Any]:
-    """Build ModelNew like the reference was built, run it twice, report what happened."""
-    with _sized(module, case["sizes"]):
-        return _run_sized_case(module, case, device, counter, allowed)
+def _run_schedule(module: Any, cases: list[dict[str, Any]], schedule: list[int], device: str,
+                  counter: proof.LaunchCounter, allowed: frozenset[str]) -> list[dict[str, Any]]:
+    """Run the forward calls in the verifier's order (protocol.py). A case's first call gives its
+    outputs; every later call of it, on the same model object, must return exactly those (the
+    determinism check and the repeats). Raises with `.case` set when a call raises."""
+    last = {index: position for position, index in enumerate(schedule)}
+    models: dict[int, torch.nn.Module] = {}
+    firsts: dict[int, Any] = {}
+    reports: dict[int, dict[str, Any]] = {}
+    for position, index in enumerate(schedule):
+        case = cases[index]
+        try:
+            with _sized(module, case["sizes"]):
+                if index not in models:
+                    models[index] = _candidate_model(module, case, device)
+                run = _call(models[index], case, device, counter, allowed)
+        except BaseException as err:
+            err.case = index
+            raise
+        if index not in reports:
+            reports[index] = _first_report(case, run)
+            # Later calls compare with the first on the device while that is cheap; GB-sized outputs
+            # are compared with the first's host copy instead, so that at most one output set
+            # stays on the device however the calls interleave.
+            firsts[index] = run["raw"] if _nbytes(run["raw"]) <= DEVICE_KEPT_BYTES else None
+        else:
+            _add_repeat(reports[index], firsts[index], run)
+        if last[index] == position:  # the case's last call: free its model and outputs
+            del models[index], firsts[index]
+    return [reports[i] for i in range(len(cases))]
 
 
-def _run_sized_case(module: Any, case: dict[str, Any], device: str, counter: proof.LaunchCounter,
-                    allowed: frozenset[str]) -> dict[str, Any]:
-    model = _candidate_model(module, case, device)
-    pristine = case["inputs"]  # made on the device by load_inputs
-    runs = []
-    for _ in range(2):
-        inputs = _fresh_copy(pristine)
-        _poison(case["out_meta"], device)  # last allocations before the call: its outputs land here
-        launches_before = counter.launches
-        census = proof.OpCensus(counter, allowed)
-        with torch.no_grad(), census:
+def _call(model: torch.nn.Module, case: dict[str, Any], device: str, counter: proof.LaunchCounter,
+          allowed: frozenset[str]) -> dict[str, Any]:
+    """One forward call under the census, with the instruments read before and after."""
+    inputs = _fresh_copy(case["inputs"])  # made on the device by load_inputs; never handed out
+    _poison(case["out_meta"], device)  # last allocations before the call: its outputs land here
+    launches_before, exits_before = counter.launches, Counter(counter.host_exits)
+    census = proof.OpCensus(counter, allowed)
+    with torch.no_grad(), census:
+        pops_before = counter.pops
+        counter.in_forward = True
+        try:
             raw = model(*inputs)
-        if device == "cuda":
-            torch.cuda.synchronize()
-        runs.append({"raw": raw, "inputs": inputs, "launches": counter.launches - launches_before,
-                     "foreign": dict(census.foreign)})
-    first, second = runs
-    report = _describe_outputs(first["raw"])
-    report["launches"] = [r["launches"] for r in runs]
-    report["foreign_ops"] = {k: v for r in runs for k, v in r["foreign"].items()}
-    report["mutated_inputs"] = [i for i, (a, b) in enumerate(zip(pristine, first["inputs"], strict=True))
+        finally:
+            counter.in_forward = False
+        broken = proof.census_intact(census, pops_before)
+    if device == "cuda":
+        torch.cuda.synchronize()
+    return {"raw": raw, "inputs": inputs, "launches": counter.launches - launches_before,
+            "foreign": dict(census.foreign), "host_exits": dict(counter.host_exits - exits_before),
+            "census_broken": broken}
+
+
+def _first_report(case: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
+    report = _describe_outputs(run["raw"])
+    report["launches"] = [run["launches"]]
+    report["foreign_ops"] = dict(run["foreign"])
+    report["host_exits"] = dict(run["host_exits"])
+    report["census_broken"] = run["census_broken"]
+    report["mutated_inputs"] = [i for i, (a, b) in enumerate(zip(case["inputs"], run["inputs"], strict=True))
                                 if isinstance(a, torch.Tensor) and not _same(a, b)]
-    report["deterministic"], report["second_outputs"] = _compare_runs(first["raw"], second["raw"])
+    report["deterministic"], report["second_outputs"] = True, None
     return report
+
+
+def _add_repeat(report: dict[str, Any], first: Any, run: dict[str, Any]) -> None:
+    report["launches"].append(run["launches"])
+    report["foreign_ops"].update(run["foreign"])
+    report["host_exits"].update(run["host_exits"])
+    report["census_broken"] = report["census_broken"] or run["census_broken"]
+    if report["deterministic"]:  # the first call that differs is the one reported
+        report["deterministic"], report["second_outputs"] = _compare_runs(*_comparable(report, first, run))
+
+
+def _comparable(report: dict[str, Any], first: Any, run: dict[str, Any]) -> tuple[Any, Any]:
+    """The first call's outputs and this call's, on one device (see _run_schedule)."""
+    if first is not None or report["type_errors"]:
+        return first, run["raw"]
+    outputs = _as_list(run["raw"])
+    if not all(type(o) is torch.Tensor for o in outputs):
+        return report["outputs"], run["raw"]  # _compare_runs reports the type change
+    return report["outputs"], [_host_copy(o) for o in outputs]
+
+
+def _nbytes(raw: Any) -> int:
+    return sum(o.nbytes for o in _as_list(raw) if isinstance(o, torch.Tensor))
 
 
 def _state_changes(module: Any, cases: list[dict[str, Any]], device: str) -> list[str]:
@@ -244,31 +307,72 @@ def _state_changes(module: Any, cases: list[dict[str, Any]], device: str) -> lis
 
 def _persistent_tensors(model: torch.nn.Module, module: Any) -> dict[str, torch.Tensor]:
     """Every tensor reachable from the model (parameters, buffers, attributes and the lists, tuples
-    and dicts in them, submodules too) and from the candidate module's globals, by path."""
+    and dicts in them, submodules too), from the candidate module's globals, and from what the
+    candidate's own code keeps elsewhere: class attributes, closures and default arguments of its
+    functions and methods, attributes of instances of its classes. By path."""
     found: dict[str, torch.Tensor] = {}
+    seen: set[int] = set()
+    home = getattr(module, "__name__", None)
 
     def walk(value: Any, path: str, depth: int) -> None:
         if isinstance(value, torch.Tensor):
             found.setdefault(path, value)
-        elif isinstance(value, torch.nn.Module) and depth < 8:
+            return
+        if depth >= 8 or id(value) in seen:
+            return
+        seen.add(id(value))
+        if isinstance(value, torch.nn.Module):
             for name, item in vars(value).items():
                 if name in ("_parameters", "_buffers", "_modules"):
                     for key, sub in item.items():
                         walk(sub, f"{path}.{key}", depth + 1)
                 elif not name.startswith("__"):
                     walk(item, f"{path}.{name}", depth + 1)
-        elif isinstance(value, (list, tuple)) and depth < 8:
+        elif isinstance(value, (list, tuple, set, frozenset)):
             for i, item in enumerate(value):
                 walk(item, f"{path}[{i}]", depth + 1)
-        elif isinstance(value, dict) and depth < 8:
+        elif isinstance(value, dict):
             for key, item in value.items():
                 walk(item, f"{path}[{key!r}]", depth + 1)
+        elif getattr(value, "__module__", None) == home and not _triton_object(value):
+            # the candidate's own functions, classes and instances (kernels are Triton's objects:
+            # an autotuner keeps its last arguments, which is not the candidate's state)
+            for name, item in _kept_by(value):
+                walk(item, f"{path}.{name}", depth + 1)
 
     walk(model, "self", 0)
     for name, value in vars(module).items():
         if not name.startswith("__"):
             walk(value, name, 1)
     return found
+
+
+def _triton_object(value: Any) -> bool:
+    return type(value).__module__.split(".")[0] == "triton"
+
+
+def _kept_by(value: Any) -> list[tuple[str, Any]]:
+    """What a function, class or instance of the candidate's module keeps between calls."""
+    if isinstance(value, type):
+        return [(k, v) for k, v in vars(value).items() if not k.startswith("__")]
+    function = getattr(value, "__func__", value)  # a method: its function
+    if callable(function) and hasattr(function, "__code__"):
+        cells = [(f"<closure {n}>", c.cell_contents) for n, c in
+                 zip(function.__code__.co_freevars, function.__closure__ or (), strict=True)
+                 if _filled(c)]
+        defaults = [("<defaults>", function.__defaults__ or ()),
+                    ("<kwdefaults>", function.__kwdefaults__ or {})]
+        return cells + defaults
+    state = getattr(value, "__dict__", None)
+    return list(state.items()) if isinstance(state, dict) else []
+
+
+def _filled(cell: Any) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018  (an empty cell raises)
+    except ValueError:
+        return False
+    return True
 
 
 def _candidate_model(module: Any, case: dict[str, Any], device: str) -> torch.nn.Module:

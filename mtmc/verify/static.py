@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import ast
 import importlib
+import types
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
 from mtmc.verify.policy import ALLOWED_IMPORTS, GLUE_TORCH_FUNCTIONS, NN_CONTAINERS, allowed_api
+from mtmc.verify.static_launch import LaunchRules
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,21 @@ FORBIDDEN_ATTRIBUTES = {
     "register_forward_hook": "hooks can defer work outside the timed call",
     "register_forward_pre_hook": "hooks can defer work outside the timed call",
 }
+# Modules no candidate may reach, under any spelling: an attribute of this name on any object
+# (`typing.sys`, `dataclasses.inspect`, `F.np`) is refused, and so is any chain that resolves to one.
+FORBIDDEN_MODULES = frozenset({"sys", "os", "inspect", "gc", "ctypes", "operator", "builtins", "importlib",
+                               "threading", "subprocess", "socket", "numpy", "np", "multiprocessing",
+                               "signal", "types", "_thread", "concurrent", "asyncio", "io", "pickle",
+                               "marshal", "weakref", "code", "codeop", "runpy", "pathlib", "shutil"})
+for _name in FORBIDDEN_MODULES - {"numpy"}:
+    FORBIDDEN_ATTRIBUTES[_name] = "reaches a module outside the import allow-list"
+# Frame, code and traceback internals: reading the harness's frames (S19).
+for _name in ("f_globals", "f_locals", "f_back", "f_builtins", "f_code", "gi_frame", "cr_frame", "ag_frame",
+              "tb_frame", "tb_next", "gi_code", "co_consts", "co_code"):
+    FORBIDDEN_ATTRIBUTES[_name] = "frame and code internals reach the harness (S19)"
+# The roots a resolved chain may stay inside; a module object outside them is a forbidden reach.
+ALLOWED_MODULE_ROOTS = frozenset({"torch", "triton", "math", "typing", "functools", "itertools",
+                                  "dataclasses", "__future__"})
 
 # Tensor methods that compute. Receivers are untyped in the AST, so this applies outside Triton
 # kernels only; the runtime census (proof.py) is exact where this is a guess.
@@ -126,7 +143,7 @@ FORBIDDEN_TORCH = {
 # Triton: kernels and their launch helpers only; the runtime, compiler, knobs, testing and
 # profiler modules are where the launch hooks and timers live.
 ALLOWED_TRITON = {"jit", "autotune", "heuristics", "Config", "cdiv", "next_power_of_2", "language",
-                  "constexpr", "must_use_result", "tools"}
+                  "constexpr", "constexpr_function", "must_use_result", "tools"}
 FORBIDDEN_FUNCTOOLS = {"lru_cache": "result caching (S11)", "cache": "result caching (S11)"}
 
 
@@ -155,12 +172,18 @@ class _Checker(ast.NodeVisitor):
         self._layers: dict[str, str] = {}  # self.<attr> -> nn layer class name, per class
         self._method = ""  # name of the method being visited
         self._params: list[set[str]] = []  # parameter names of the enclosing functions
+        self._attr_bases: set[int] = set()  # ids of nodes that are the `.value` of an Attribute
+        self._call_funcs: set[int] = set()  # ids of nodes that are the `.func` of a Call
 
     # --- driver ------------------------------------------------------------------------------------
     def run(self) -> None:
         for node in ast.walk(self.tree):  # imports first: aliases apply to the whole file
             if isinstance(node, ast.Import | ast.ImportFrom):
                 self._record_import(node)
+            elif isinstance(node, ast.Attribute):
+                self._attr_bases.add(id(node.value))
+            elif isinstance(node, ast.Call):
+                self._call_funcs.add(id(node.func))
         for node in self.tree.body:
             if isinstance(node, ast.ClassDef):
                 self.classes[node.name] = node
@@ -170,6 +193,7 @@ class _Checker(ast.NodeVisitor):
             self._flag(self.classes["ModelNew"].lineno, "class",
                        "ModelNew subclasses the reference Model (its forward would run the reference, S5)")
         self.visit(self.tree)
+        LaunchRules(self.tree, self._resolve, self._flag).run()
 
     def _flag(self, line: int, rule: str, message: str) -> None:
         self.violations.append(Violation(line, rule, message))
@@ -303,7 +327,8 @@ class _Checker(ast.NodeVisitor):
     def visit_Name(self, node: ast.Name) -> None:
         name = node.id
         if name in self.aliases:
-            self._check_dotted(self.aliases[name], node.lineno)
+            self._check_dotted(self.aliases[name], node.lineno, id(node) in self._call_funcs)
+            self._check_used_as_value(node, self.aliases[name])
         elif name in FORBIDDEN_BUILTINS and not any(name in params for params in self._params):
             self._flag(node.lineno, "builtin", f"`{name}`: {FORBIDDEN_BUILTINS[name]}")
         elif name.startswith("__") and name.endswith("__") and name != "__name__":
@@ -312,7 +337,8 @@ class _Checker(ast.NodeVisitor):
     def visit_Attribute(self, node: ast.Attribute) -> None:
         dotted = self._resolve(node)
         if dotted is not None:  # a chain rooted at an import: judge the whole path once
-            self._check_dotted(dotted, node.lineno)
+            self._check_dotted(dotted, node.lineno, id(node) in self._call_funcs)
+            self._check_used_as_value(node, dotted)
             return
         self._check_attribute_name(node)
         self.generic_visit(node)
@@ -329,8 +355,19 @@ class _Checker(ast.NodeVisitor):
         if attr.startswith("atomic_"):
             self.uses_atomics = True
 
+    def _check_used_as_value(self, node: ast.expr, dotted: str) -> None:
+        """A module may only be used through its attributes: `t = torch; t.matmul(...)`, `f(torch)`
+        or `[torch][0]` would hide from these checks which function is finally called."""
+        if id(node) in self._attr_bases:
+            return
+        if isinstance(_lookup(dotted), types.ModuleType):
+            self._flag(node.lineno, "alias", f"`{dotted}` used as a value: aliases of a module hide which "
+                       "function is called; use it through its attributes")
+
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
+        if isinstance(func, ast.Name) and func.id == "type" and len(node.args) > 1:
+            self._flag(node.lineno, "class", "type() with bases builds a class the checker never saw (S13)")
         if (isinstance(func, ast.Attribute) and not self._in_kernel and not _is_self(func.value)
                 and self._method != "__init__" and self._resolve(func) is None):
             method = func.attr.rstrip("_")
@@ -398,20 +435,25 @@ class _Checker(ast.NodeVisitor):
             return None
         return ".".join([self.aliases[node.id], *reversed(parts)])
 
-    def _check_dotted(self, dotted: str, line: int) -> None:
+    def _check_dotted(self, dotted: str, line: int, called: bool = True) -> None:
         parts = dotted.split(".")
         root = parts[0]
         if any(p.startswith("_") for p in parts[1:]):
             self._flag(line, root, f"`{dotted}`: private internals are off limits (S1/S16)")
             return
+        reached = _forbidden_reach(dotted)
+        if reached:
+            self._flag(line, "module", f"`{dotted}` reaches module `{reached}`, which a candidate may not "
+                       "use (only torch, triton and pure-Python helpers are allowed)")
+            return
         if root == "torch":
-            self._check_torch(dotted, line)
+            self._check_torch(dotted, line, called)
         elif root == "triton":
             self._check_triton(dotted, parts, line)
         elif root == "functools" and len(parts) > 1 and parts[1] in FORBIDDEN_FUNCTOOLS:
             self._flag(line, "functools", f"`{dotted}`: {FORBIDDEN_FUNCTOOLS[parts[1]]}")
 
-    def _check_torch(self, dotted: str, line: int) -> None:
+    def _check_torch(self, dotted: str, line: int, called: bool) -> None:
         for prefix, why in FORBIDDEN_TORCH.items():
             if dotted == prefix or dotted.startswith(prefix + "."):
                 self._flag(line, "torch", f"`{dotted}`: {why}")
@@ -420,9 +462,9 @@ class _Checker(ast.NodeVisitor):
         if leaf.startswith("set_"):
             self._flag(line, "torch", f"`{dotted}`: {_TORCH_GLOBAL}")
             return
-        if self._method == "__init__":
-            return  # __init__ builds parameters (randn, weight transforms); only forward must be Triton
         obj = _lookup(dotted)
+        if self._method == "__init__" and called:
+            return  # __init__ builds parameters (randn, weight transforms); only forward must be Triton
         if obj is None or isinstance(obj, type) or not callable(obj):
             return  # modules, classes (parameter holders), dtypes; unknown names fail at import
         if leaf in GLUE_TORCH_FUNCTIONS or leaf in self.library_api:
@@ -449,6 +491,21 @@ def _is_self(node: ast.expr) -> bool:
     return isinstance(node, ast.Name) and node.id in {"self", "cls"}
 
 
+def _forbidden_reach(dotted: str) -> str | None:
+    """The first module outside the allowed roots that a chain passes through, or None."""
+    parts = dotted.split(".")
+    if parts[0] not in ALLOWED_MODULE_ROOTS:
+        return None  # an import outside the allow-list: flagged where it is imported
+    for i in range(2, len(parts) + 1):
+        obj = _lookup(".".join(parts[:i]))
+        if isinstance(obj, types.ModuleType) and obj.__name__.split(".")[0] not in ALLOWED_MODULE_ROOTS:
+            return obj.__name__
+        if callable(obj) and getattr(obj, "__module__", None) == "builtins" \
+                and getattr(obj, "__name__", "") in FORBIDDEN_BUILTINS:
+            return f"builtins ({obj.__name__})"
+    return None
+
+
 def _lookup(dotted: str) -> Any:
     """The real object a dotted name means, from trusted modules only; None when unknown."""
     parts = dotted.split(".")
@@ -459,9 +516,11 @@ def _lookup(dotted: str) -> Any:
     except ImportError:
         return None
     for i, part in enumerate(parts[1:], start=1):
-        if hasattr(obj, part):
+        try:
             obj = getattr(obj, part)
             continue
+        except Exception:  # absent, or a property that fails here (triton.runtime.driver.active)
+            pass
         try:  # a submodule not imported yet (torch.nn.init)
             obj = importlib.import_module(".".join(parts[: i + 1]))
         except ImportError:

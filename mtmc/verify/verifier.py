@@ -2,10 +2,13 @@
 fork-server per GPU, correctness + proof of work + timing). Both share `Engine`, which runs the
 protocol of DESIGN.md "Verification protocol":
 
-    cache? -> static checks -> reference (trusted child, cached per task) -> candidate (its own
-    child) -> judge in this process: tampering, threads, decoy, PyTorch compute, correctness per
-    case, determinism; on a GPU also Triton share, timed-output recheck, timer consistency,
-    roofline floor, baselines (trusted child, cached) -> Verdict -> cache
+    cache? -> static checks -> reference (trusted child, cached per task; plus a derived second
+    size for a task that declares one) -> candidate (its own child; the forward calls in a secret
+    random order and number, with repeats: protocol.py) -> judge in this process: tampering
+    (watched identities, forged launch counts, a popped census), threads, decoy, host exits,
+    PyTorch compute, correctness per case, determinism and repeats, kept state; on a GPU also
+    foreign device kernels, timed-output recheck, timer consistency, roofline floor, baselines
+    (trusted child, cached) -> Verdict -> cache
 
 The reference outputs live only in this process; candidates see inputs, never expected outputs.
 `verify` never raises for a bad candidate; a broken task or a broken harness raises.
@@ -19,6 +22,7 @@ import inspect
 import json
 import logging
 import os
+import random
 import secrets
 import threading
 import time
@@ -39,10 +43,11 @@ from mtmc.verify.forkserver import Outcome, clean_env
 from mtmc.verify.integrity import IntegrityError, Seal
 from mtmc.verify.policy import HOST_READ_ATEN_OPS
 from mtmc.verify.pool import WorkerPool
+from mtmc.verify.protocol import call_schedule, derived_size, verdict_rng
 from mtmc.verify.static import StaticReport, check_source
 from mtmc.verify.verdict import Status, Verdict
 
-VERIFIER_VERSION = "1.6"  # bump whenever a change can flip a verdict: cached verdicts expire
+VERIFIER_VERSION = "1.7"  # bump whenever a change can flip a verdict: cached verdicts expire
 INTERPRETER_DEVICE = "cpu (triton interpreter)"
 REFERENCES_KEPT = 8  # tasks whose reference outputs stay in memory (mapped from RAM-backed files)...
 REFERENCE_BYTES_KEPT = 16 * 2**30  # ...as long as they fit in this; the latest is always kept
@@ -63,7 +68,7 @@ class Settings:
     seeds: int = 3
     timeout_s: float = 120.0
     static_checks: bool = True
-    triton_share_min: float = 0.5
+    triton_share_min: float = 0.5  # unused since 1.6: foreign device kernels are refused outright
     floor_margin: float = 0.9
     excess_speedup: float = 10.0
     timing: dict[str, float] = field(default_factory=dict)
@@ -86,6 +91,7 @@ class Reference:
     timing_expected: list[list[torch.Tensor] | None] | None  # None: equal to that case's expected
     inputs_path: str
     timing_sets: list[int] | None = None  # the cases whose inputs are timed (on a GPU: the first size's)
+    flags: list[str] = field(default_factory=list)  # what every verdict on this reference carries
 
     @property
     def nbytes(self) -> int:
@@ -103,6 +109,7 @@ class Engine:
         self.settings = settings
         self.device_type = device_type  # "cpu" (interpreter) or "cuda"
         self.base_seed = settings.seed if settings.seed is not None else secrets.randbelow(2**31 - 10_000)
+        self._size_rng = random.Random(settings.seed) if settings.seed is not None else random.SystemRandom()
         self.cache = VerdictCache(cache_path) if cache_path else None
         self.seal = Seal()  # the verifier's own source, then each task file and reference inputs used
         package = Path(mtmc.__file__).parent
@@ -192,14 +199,22 @@ class Engine:
         if result["threads_started"] > 0:
             return _reject(verdict, f"the candidate left {result['threads_started']} thread(s) running: "
                            "work outside the measured call (T2)")
+        tampering = _instrument_problem(result)
+        if tampering:
+            return _reject(verdict, tampering)
         for case, got in zip(reference.cases, result["cases"], strict=True):
             if 0 in got["launches"]:
                 kernels = ", ".join(launches) or "none"
                 return _reject(verdict, f"{_label(case)}: forward launched none of the candidate's Triton "
                                f"kernels (launched over all cases: {kernels}): decoy kernel (S2)")
-        foreign = Counter()
+        foreign, exits = Counter(), Counter()
         for got in result["cases"]:
             foreign.update(got["foreign_ops"])
+            exits.update(got.get("host_exits") or {})
+        if exits:
+            moved = ", ".join(f"{name}() x{n}" for name, n in exits.most_common())
+            return _reject(verdict, f"forward moved tensor data to the host ({moved}): host compute "
+                           "(numpy, Python lists) outside any kernel (S1/S3)")
         reads = {op: n for op, n in foreign.items() if op in HOST_READ_ATEN_OPS}
         if reads:
             ops = ", ".join(f"aten.{op} x{n}" for op, n in reads.items())
@@ -211,6 +226,7 @@ class Engine:
             return _reject(verdict, f"forward ran PyTorch compute outside Triton kernels: {ops} (S1/S3). "
                            f"Allowed: glue ops (allocation, views, copies, casts, cat) and the task's "
                            f"library ops {list(task.library_ops) or '(none)'}")
+        verdict.flags += reference.flags
         verdict = self._judge_correctness(task, report, reference, result, verdict)
         changed = result.get("state_changes") or []
         if verdict.ok and changed:
@@ -255,12 +271,14 @@ class Engine:
         """Proof of work by device time, timed-output recheck, timer sanity, baselines, roofline."""
         share = result.get("share") or {}
         verdict.triton_share = share.get("share")
+        foreign = share.get("foreign_kernels") or []
         if verdict.triton_share is None:
             verdict.flags.append("no_profile: the profiler saw no device kernels")
-        elif verdict.triton_share < self.settings.triton_share_min and not task.library_ops:
-            top = ", ".join(f"{name} {us:.0f}us" for name, us in share.get("top_kernels", [])[:4])
-            _reject(verdict, f"Triton kernels carry only {verdict.triton_share:.0%} of device time "
-                    f"(minimum {self.settings.triton_share_min:.0%}); top kernels: {top} (S1/S3)")
+        elif foreign and not task.library_ops:
+            shown = ", ".join(name[:120] for name in foreign[:4])
+            _reject(verdict, f"device kernels other than the candidate's own Triton kernels computed: "
+                    f"{shown} "
+                    "(S1/S3). Only allocation, copy and fill kernels may run besides")
             return
         timing = result.get("timing")
         if timing is None:
@@ -318,24 +336,18 @@ class Engine:
             if key in self._references:
                 self._references.move_to_end(key)
                 return self._references[key]
-            seed = self.base_seed
-            cases = [{"sizes": sizes, "model_seed": seed + i, "input_seed": seed + 5000 + i}
-                     for j, sizes in enumerate(task.sizes(self.device_type)) for i in range(self._seeds(j))]
-            # Timed on a GPU: the first size's cases, each its own input set (see timing.py).
-            timing_sets = [i for i, c in enumerate(cases) if c["sizes"] == cases[0]["sizes"]] \
-                if self.device_type == "cuda" else None
-            folder = self.pool.data_dir(f"reference-{key[:16]}")
-            inputs_path = str(folder / "inputs.pt")
-            outcome, result = self.pool.run(
-                "reference", {"task_name": task.name, "task_source": task.source, "cases": cases,
-                              "device": self.device_type, "inputs_path": inputs_path,
-                              "timing_sets": timing_sets}, self.settings.timeout_s)
-            if outcome.status != "done":
-                raise VerifierError(f"{task.where}: running the reference failed ({outcome.status} "
-                                    f"{outcome.detail}):\n{outcome.log_tail}")
-            reference = Reference(cases, result["expected"], result["timing_expected"], inputs_path,
-                                  timing_sets)
-            self.seal.add_file(inputs_path)  # what every candidate of this task regenerates its inputs from
+            size_sets = task.sizes(self.device_type)
+            derived = derived_size(task, size_sets[0], self._size_rng) if len(size_sets) == 1 else None
+            try:
+                reference = self._run_reference(task, key, size_sets, derived)
+            except VerifierError as err:
+                if derived is None:
+                    raise
+                reference = self._run_reference(task, key, size_sets, None)
+                why = str(err).splitlines()[0][:200]
+                reference.flags.append(f"no_derived_size: the reference fails at {derived} ({why}); "
+                                       "checked at the declared size only")
+            self.seal.add_file(reference.inputs_path)  # what every candidate regenerates its inputs from
             if task.path:
                 self.seal.add_file(task.path)
             self._references[key] = reference
@@ -344,6 +356,29 @@ class Engine:
                     or sum(r.nbytes for r in self._references.values()) > REFERENCE_BYTES_KEPT):
                 self._references.popitem(last=False)
             return reference
+
+    def _run_reference(self, task: Task, key: str, size_sets: list[dict[str, Any]],
+                       derived: dict[str, Any] | None) -> Reference:
+        """The reference on every case: each size set's seeds, and one seed of the derived size
+        (a second size, drawn by the verifier, for a task that declares one: protocol.py)."""
+        seed = self.base_seed
+        plan = [(sizes, self._seeds(j)) for j, sizes in enumerate(size_sets)]
+        plan += [(derived, 1)] if derived else []
+        cases = [{"sizes": sizes, "model_seed": seed + i, "input_seed": seed + 5000 + i}
+                 for sizes, seeds in plan for i in range(seeds)]
+        # Timed on a GPU: the first size's cases, each its own input set (see timing.py).
+        timing_sets = [i for i, c in enumerate(cases) if c["sizes"] == cases[0]["sizes"]] \
+            if self.device_type == "cuda" else None
+        folder = self.pool.data_dir(f"reference-{key[:16]}")
+        inputs_path = str(folder / "inputs.pt")
+        outcome, result = self.pool.run(
+            "reference", {"task_name": task.name, "task_source": task.source, "cases": cases,
+                          "device": self.device_type, "inputs_path": inputs_path,
+                          "timing_sets": timing_sets}, self.settings.timeout_s)
+        if outcome.status != "done":
+            raise VerifierError(f"{task.where}: running the reference failed ({outcome.status} "
+                                f"{outcome.detail}):\n{outcome.log_tail}")
+        return Reference(cases, result["expected"], result["timing_expected"], inputs_path, timing_sets)
 
     def _seeds(self, size_index: int) -> int:
         # GPU sizes are GBs of outputs per case: the first size gets every seed (its cases are also
@@ -370,10 +405,11 @@ class Engine:
                 "compiled_ms": timings.get("compiled", {}).get("reported_ms"), "flags": flags}
 
     def _candidate_args(self, task: Task, program: Program, reference: Reference) -> dict[str, Any]:
+        schedule = call_schedule(len(reference.cases), verdict_rng(self.settings.seed, program.digest))
         return {"source": program.source, "digest": program.digest, "inputs_path": reference.inputs_path,
                 "device": self.device_type, "library_ops": list(task.library_ops),
                 "time_it": self.device_type == "cuda", "timing": self.settings.timing,
-                "profile_share": self.device_type == "cuda"}
+                "profile_share": self.device_type == "cuda", "schedule": schedule}
 
     def _probe_devices(self) -> str:
         names = set()
@@ -522,6 +558,21 @@ def _violations(report: StaticReport) -> str:
 def _reject(verdict: Verdict, message: str) -> Verdict:
     verdict.status, verdict.message = Status.REJECTED, message
     return verdict
+
+
+def _instrument_problem(result: dict[str, Any]) -> str:
+    """Tampering with the proof-of-work instruments in the candidate's process, or work they cannot
+    see (another thread): the message of the rejection, or ''."""
+    if result.get("counter_forged"):
+        return ("the launch counter's counts do not match its own tally: launches were forged "
+                "(tampering with the verifier, S2/T3)")
+    if result.get("threads_spawned"):
+        return (f"the candidate's code started {result['threads_spawned']} thread(s): work on another "
+                "thread is invisible to the op census (T2)")
+    broken = next((c["census_broken"] for c in result["cases"] if c.get("census_broken")), "")
+    if broken:
+        return f"{broken}: tampering with the verifier (T3/S19)"
+    return ""
 
 
 def _timing_outputs_problem(task: Task, reference: Reference, result: dict[str, Any]) -> str:

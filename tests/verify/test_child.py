@@ -67,3 +67,34 @@ def test_tensors_kept_on_the_model_may_be_made_once_but_not_depend_on_the_inputs
     assert _state_changes(candidate_module(LastInput), cases({"n": 4}, {"n": 4}), "cpu") == ["self.last"]
     # one case of each size: no second seed to compare with
     assert _state_changes(candidate_module(LastInput), cases({"n": 4}, {"n": 5}), "cpu") == []
+
+
+# ---------------------------------------------------------------------------------------------------
+# the call schedule: every repeat on the same model must return the first call's outputs
+
+
+class ThirdCallCheats(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        return x.clone() if self.calls < 3 else x.clone().fill_(0.5)
+
+
+@pytest.mark.parametrize("kept_bytes", [1 << 30, 0])  # repeats compared on the device / with host copies
+def test_a_repeat_that_differs_is_reported(monkeypatch, kept_bytes):
+    from mtmc.verify import child, proof
+
+    monkeypatch.setattr(child, "DEVICE_KEPT_BYTES", kept_bytes)
+    schedule_cases = [{**c, "out_meta": [[[4, 3], "torch.float32"]]} for c in cases({"n": 4}, {"n": 5})]
+    counter = proof.LaunchCounter("candidate.py")  # not installed: no launches to count here
+    allowed = frozenset({"clone", "fill_"})
+    module = candidate_module(ThirdCallCheats)
+    honest = child._run_schedule(module, schedule_cases, [1, 0, 1, 0], "cpu", counter, allowed)
+    assert [r["deterministic"] for r in honest] == [True, True]
+    caught = child._run_schedule(module, schedule_cases, [1, 0, 1, 0, 1], "cpu", counter, allowed)
+    assert [r["deterministic"] for r in caught] == [True, False]
+    assert torch.equal(caught[1]["second_outputs"][0], torch.full((4, 3), 0.5))
+    assert [len(r["launches"]) for r in caught] == [2, 3]

@@ -129,3 +129,24 @@ def test_comparisons_run_in_a_float_type_that_holds_the_values_exactly():
     assert _for_comparison(torch.ones(3, dtype=torch.bfloat16)).dtype == torch.float32
     assert _for_comparison(torch.ones(3, dtype=torch.float16)).dtype == torch.float32
     assert _for_comparison(torch.ones(3, dtype=torch.float32)).dtype == torch.float64
+
+
+def test_small_systematic_error_fails_on_the_normalized_check_alone():
+    """Every element inside its elementwise bound, the whole output 1.5e-4 off: only the
+    normalized error catches it (pins the `or` between the two checks)."""
+    ref = torch.randn(4096)
+    out = ref * (1 + 1.5e-4)
+    diff = (out - ref).abs()
+    assert bool((diff <= FP32.atol * ref.abs().max() + FP32.rtol * ref.abs()).all())
+    result = compare_tensor(ref, out, FP32, "t")
+    assert not result.ok and "normalized error" in result.message
+
+
+def test_one_element_off_fails_on_the_elementwise_bound_alone():
+    """One element 5 atol*max|ref| off: the normalized error stays small, the elementwise bound
+    catches it (pins the size of that bound)."""
+    ref = torch.randn(4096)
+    out = ref.clone()
+    out[100] += 5 * FP32.atol * float(ref.abs().max())
+    result = compare_tensor(ref, out, FP32, "t")
+    assert not result.ok and result.rel_error < FP32.atol and "1 of 4096 elements" in result.message

@@ -1,6 +1,7 @@
 """Static checks: what they refuse (with the line), and the honest idioms they must leave alone."""
 
 import textwrap
+from pathlib import Path
 
 import pytest
 from corpus_index import honest
@@ -183,3 +184,181 @@ def test_library_policy_allows_named_families_only():
 def test_syntax_error_is_reported_not_raised():
     report = check_source("class ModelNew(:\n")
     assert report.syntax_error and report.violations[0].line == 1
+
+
+# --- chains into forbidden modules, aliases, launch callbacks (issue 23, Build 3) ---------------------
+REACH = """\
+import math
+import typing
+import dataclasses
+import functools
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+"""
+
+REFUSED_REACH = [
+    ("return typing.sys.modules['numpy']", "module", "reaches module `sys`"),
+    ("return dataclasses.inspect.stack()", "module", "reaches module `inspect`"),
+    ("return typing.operator.attrgetter('softmax')(torch)(x)", "module", "reaches module `operator`"),
+    ("return F.np.exp(x)", "module", "reaches module `numpy`"),
+    ("return torch.serialization.os.getcwd()", "module", "reaches module `os`"),
+    ("return F.importlib.import_module('gc')", "module", "reaches module `importlib`"),
+    ("return math.__loader__", "math", "private internals"),
+    ("t = torch\nreturn t.softmax(x, -1)", "alias", "`torch` used as a value"),
+    ("fns = [F]\nreturn fns[0].softmax(x, -1)", "alias", "`torch.nn.functional` used as a value"),
+    ("return x.sys", "attribute", "reaches a module outside"),
+    ("return x.gi_frame.f_back", "attribute", "frame and code internals"),
+    ("L = type('L', (torch.Tensor,), {})\nreturn x", "class", "type() with bases"),
+    ("x @= x\nreturn x", "library", "`@=` is a vendor matmul"),
+]
+
+
+@pytest.mark.parametrize("snippet,rule,fragment", REFUSED_REACH, ids=[r[0][:40] for r in REFUSED_REACH])
+def test_refused_reach_and_aliases(snippet, rule, fragment):
+    report = check_source(REACH + "\n\n" + model(snippet))
+    assert any(v.rule == rule and fragment in v.message for v in report.violations), \
+        [f"{v.rule}: {v}" for v in report.violations]
+
+
+def test_alias_in_default_argument_is_refused():
+    helper = "\n\ndef helper(x, t=torch):\n    return t.softmax(x, -1)\n\n\n"
+    source = REACH + helper + model("return helper(x)")
+    assert any(v.rule == "alias" for v in check_source(source).violations)
+
+
+def test_compute_function_stored_in_init_is_refused_but_calls_there_are_not():
+    stored = model("return self.f(x, -1)", "self.f = torch.softmax")
+    assert any("torch.softmax" in v.message for v in check(stored).violations)
+    called = model("return x", "self.w = nn.Parameter(torch.softmax(torch.randn(3, 3), -1))")
+    assert check(called).violations == []
+
+
+KERNEL = """
+def helper(v):
+    return v
+
+BIG = torch.zeros(4)
+LIMIT = 7
+WIDTH: tl.constexpr = 16
+
+
+@triton.constexpr_function
+def half(n):
+    return n // 2
+
+
+@triton.jit
+def inner(x):
+    return x * 2
+
+
+@triton.jit
+def kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n + LIMIT + WIDTH)
+    y = inner(x).to(tl.float32) + half(BLOCK)
+    {body}
+    tl.store(x_ptr + offs, y, mask=offs < min(n, BLOCK))
+"""
+
+
+@pytest.mark.parametrize("body,fragment", [
+    ("y = helper(y)", "calls `helper`"),
+    ("y = y + BIG.sum()", "reads module-level `BIG`"),
+    ("y = torch.relu(y)", "calls `torch.relu`"),
+    ("y = math.exp(y)", "calls `math.exp`"),
+])
+def test_kernel_body_calls_only_triton(body, fragment):
+    report = check_source(REACH + KERNEL.format(body=body) + "\n\n" + model("return x"))
+    assert any(v.rule == "kernel" and fragment in v.message for v in report.violations), \
+        [str(v) for v in report.violations]
+
+
+def test_kernel_body_with_tl_jit_calls_and_constexpr_helpers_passes():
+    report = check_source(REACH + KERNEL.format(body="pass") + "\n\n" + model("return x"))
+    assert report.violations == [], [str(v) for v in report.violations]
+
+
+TEMPLATE_HOOKS = """
+def tma_blocks(nargs):
+    \"\"\"Give the TMA descriptors the block shape of the config being tried.\"\"\"
+    if nargs["a_desc"] is not None:
+        nargs["a_desc"].block_shape = [nargs["BLOCK_M"], nargs["BLOCK_K"]]
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK_K": 16}, pre_hook=tma_blocks)], key=["K"])
+@triton.heuristics({"EVEN_K": lambda args: args["K"] % args["BLOCK_K"] == 0,
+                    "TMA": lambda args: args["a_desc"] is not None,
+                    "SPLIT": lambda args: triton.cdiv(args["K"], max(args["BLOCK_K"], 1)) > 1})
+@triton.jit
+def kernel(a_desc, K, BLOCK_K: tl.constexpr, EVEN_K: tl.constexpr, TMA: tl.constexpr, SPLIT: tl.constexpr):
+    pass
+"""
+
+
+def test_template_coder_heuristics_and_tma_pre_hook_pass():
+    report = check_source(REACH + TEMPLATE_HOOKS + "\n\n" + model("return x"))
+    assert report.violations == [], [str(v) for v in report.violations]
+
+
+@pytest.mark.parametrize("old,new,fragment", [
+    ('lambda args: args["K"] % args["BLOCK_K"] == 0', 'lambda args: args["x"].softmax(-1) is None',
+     "a triton.heuristics function"),
+    ('lambda args: args["a_desc"] is not None', 'helper', "a triton.heuristics function"),
+    ('nargs["a_desc"].block_shape = [nargs["BLOCK_M"], nargs["BLOCK_K"]]',
+     'nargs["out"].copy_(nargs["x"])', "a triton.Config pre_hook"),
+    ('nargs["a_desc"].block_shape = [nargs["BLOCK_M"], nargs["BLOCK_K"]]',
+     'nargs["a_desc"].block_shape = [torch.softmax(nargs["x"], -1)]', "a triton.Config pre_hook"),
+    ('pre_hook=tma_blocks', 'pre_hook=HOOKS[0]', "must be a lambda or a function of this file"),
+    ('key=["K"]', 'key=["K"], post_hook=lambda nargs, exception: nargs["out"].zero_()', "post_hook"),
+    ('key=["K"]', 'key=["K"], prune_configs_by={"early_config_prune": tma_blocks}', "prune_configs_by"),
+])
+def test_launch_callbacks_do_integer_arithmetic_only(old, new, fragment):
+    source = TEMPLATE_HOOKS.replace(old, new)
+    assert source != TEMPLATE_HOOKS
+    helper = "\n\ndef helper(args):\n    return args[\"x\"].sum() > 0\n\nHOOKS = []\n"
+    report = check_source(REACH + helper + source + "\n\n" + model("return x"))
+    assert any(v.rule == "hook" and fragment in v.message for v in report.violations), \
+        [str(v) for v in report.violations]
+
+
+RESULTS = Path(__file__).parents[2] / "benchmarks" / "results"
+
+
+def test_template_coder_programs_from_gpu_runs_pass():
+    """Programs the template coder generated in GPU benchmark runs (heuristics, TMA pre_hooks,
+    persistent grids): the rules must leave every one of them alone."""
+    sources = {p.read_text() for p in RESULTS.glob("*/*/kernel.py")}
+    hooked = sorted(s for s in sources if "pre_hook" in s or "heuristics" in s)[:12]
+    assert len(hooked) >= 5  # the sample really holds both forms
+    for source in hooked:
+        lib = ["matmul", "linear", "bmm", "sdpa", "conv1d", "conv2d", "conv3d"]  # library rules: other tests
+        report = check_source(source, lib)
+        assert report.violations == [], [str(v) for v in report.violations]
+
+
+@pytest.mark.parametrize("line,fragment", [
+    ("from . import helper", "relative imports"),
+    ("from torch.nn.functional import *", "hides what is used"),
+    ("from torch import _C", "private internals"),
+])
+def test_import_forms_that_hide_what_is_used(line, fragment):
+    report = check_source(f"{line}\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n    pass\n")
+    assert any(fragment in v.message for v in report.violations), [str(v) for v in report.violations]
+
+
+@pytest.mark.parametrize("source,fragment", [
+    (model("return x") + "\n\nasync def later(x):\n    return x\n", "async code"),
+    ("class Meta(type):\n    pass\n\n\nclass Holder(metaclass=Meta):\n    pass\n\n\n" + model("return x"),
+     "metaclasses"),
+    ("class Helper(Model):\n    pass\n\n\n" + model("return x"), "`Helper` subclasses the reference Model"),
+    ("import functools\n\n\n@functools.lru_cache\ndef cached(n):\n    return n\n\n\n" + model("return x"),
+     "result caching"),
+    (model("return triton.tools.disasm"), "only triton.tools.tensor_descriptor"),
+])
+def test_refused_definitions(source, fragment):
+    report = check(source)
+    assert any(fragment in v.message for v in report.violations), [str(v) for v in report.violations]

@@ -72,3 +72,28 @@ def test_make_verifier_picks_backend_and_drops_foreign_arguments(monkeypatch):
     monkeypatch.setattr(verifier_module.torch.cuda, "is_available", lambda: False)
     assert isinstance(make_verifier("auto", seeds=5, triton_share_min=0.7), Fake)
     assert made == {"seeds": 5, "timeout_s": 1.0}
+
+
+def test_gpu_rule_refuses_foreign_device_kernels_unless_the_task_allows_a_library():
+    engine = object.__new__(verifier_module.Engine)  # the judging step alone: no pool, no device
+    engine.settings = verifier_module.Settings()
+    profile = {"share": {"share": 0.9, "foreign_kernels": ["void cunn_SoftMaxForward<4, float>()"]}}
+    verdict = Verdict(Status.OK)
+    engine._judge_gpu(load_task(TASKS / "softmax.py"), None, profile, verdict)
+    assert verdict.status == Status.REJECTED and "cunn_SoftMaxForward" in verdict.message
+    library = Verdict(Status.OK)
+    engine._judge_gpu(load_task(TASKS / "conv_relu.py"), None, profile, library)
+    assert library.status == Status.OK
+
+
+def test_judge_refuses_results_for_fewer_cases_than_the_reference():
+    from mtmc.verify.static import StaticReport
+
+    engine = object.__new__(verifier_module.Engine)  # the judging step alone: no pool
+    engine.settings = verifier_module.Settings()
+    case = {"sizes": {}, "model_seed": 0}
+    reference = verifier_module.Reference([case, case], [{}, {}], None, "")
+    result = {"launches": {"kernel": 2}, "cases": [{"launches": [1, 1]}], "tampered": [],
+              "threads_started": 0}
+    verdict = engine._judge_run(load_task(TASKS / "softmax.py"), StaticReport(), reference, result)
+    assert verdict.status == Status.REJECTED and "results for 1 of 2 cases" in verdict.message

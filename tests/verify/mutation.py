@@ -1,0 +1,249 @@
+"""Mutation run over mtmc/verify: is every check pinned by a test that fails when it goes?
+
+Each mutant disables or loosens one check: every rule call site of the static checker (the call to
+`_flag` made unreachable), and a hand-written list of compare conditions, rejections and
+instruments. For each mutant, a scratch copy of the repository gets the change and runs
+tests/verify/test_static.py, test_correctness.py, test_protocol.py, test_proof.py, test_child.py,
+test_verifier.py and test_corpus.py, one file at a time with -x, the file that mirrors the mutated
+module first; the first failing test is the one that caught it. A mutant no test catches survives.
+Not part of the default test run (slow: minutes per runtime mutant on two cores):
+
+    python tests/verify/mutation.py [--only SUBSTRING] [--out table.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+TESTS = ["tests/verify/test_static.py", "tests/verify/test_correctness.py", "tests/verify/test_protocol.py",
+         "tests/verify/test_proof.py", "tests/verify/test_child.py", "tests/verify/test_verifier.py",
+         "tests/verify/test_corpus.py"]
+STATIC, CORRECTNESS = "mtmc/verify/static.py", "mtmc/verify/correctness.py"
+VERIFIER, PROOF = "mtmc/verify/verifier.py", "mtmc/verify/proof.py"
+CHILD, PROTOCOL = "mtmc/verify/child.py", "mtmc/verify/protocol.py"
+LAUNCH = "mtmc/verify/static_launch.py"
+STATIC_FILES = [STATIC, LAUNCH]
+MIRROR = {STATIC: "tests/verify/test_static.py", LAUNCH: "tests/verify/test_static.py",
+          CORRECTNESS: "tests/verify/test_correctness.py", PROOF: "tests/verify/test_proof.py",
+          PROTOCOL: "tests/verify/test_protocol.py", CHILD: "tests/verify/test_child.py",
+          VERIFIER: "tests/verify/test_corpus.py"}
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    path: str
+    old: str
+    new: str
+    line: int = 0  # for call-site mutants: the line whose call is disabled
+
+
+# Hand-written mutants: (name, file, old text, new text). Each `old` occurs exactly once.
+MANUAL = [
+    ("compare: normalized error `or` -> `and`", "mtmc/verify/correctness.py",
+     "if bool(bad.any()) or rel > max(tol.atol, tol.rtol):",
+     "if bool(bad.any()) and rel > max(tol.atol, tol.rtol):"),
+    ("compare: elementwise tolerance x10", "mtmc/verify/correctness.py",
+     "allowed = tol.atol * scale + tol.rtol * r.abs()",
+     "allowed = 10 * (tol.atol * scale + tol.rtol * r.abs())"),
+    ("compare: fp32 tolerance 1e-3", "mtmc/verify/correctness.py",
+     "torch.float32: (1e-4, 1e-4),", "torch.float32: (1e-3, 1e-3),"),
+    ("compare: constant-output check off", "mtmc/verify/correctness.py",
+     "if r.numel() > 1 and bool((o == o[0]).all())", "if False and bool((o == o[0]).all())"),
+    ("compare: NaN where ref has none", "mtmc/verify/correctness.py",
+     "if bool((out_nan & ~ref_nan).any()):", "if False:"),
+    ("compare: numbers where ref has NaN", "mtmc/verify/correctness.py",
+     "if bool((ref_nan & ~out_nan).any()):", "if False:"),
+    ("compare: Inf mismatch", "mtmc/verify/correctness.py",
+     "if bool(((ref_inf | out_inf) & (r != o) & ~ref_nan).any()):", "if False:"),
+    ("compare: shape", CORRECTNESS, "if out.shape != ref.shape:", "if False:"),
+    ("compare: dtype", CORRECTNESS, "if out.dtype != ref.dtype:", "if False:"),
+    ("compare: integer outputs", CORRECTNESS, "wrong = int((out != ref).sum())", "wrong = 0"),
+    ("compare: type errors (S13)", CORRECTNESS, 'if got["type_errors"]:', "if False:"),
+    ("compare: output kind/count", "mtmc/verify/correctness.py",
+     'if got["kind"] != expected["kind"] or len(got["outputs"]) != len(expected["outputs"]):', "if False:"),
+    ("compare: output device", CORRECTNESS, "if wrong_device:", "if False:"),
+    ("compare: mutated inputs (S7)", CORRECTNESS, 'if got["mutated_inputs"]:', "if False:"),
+    ("compare: runs differ without atomics", CORRECTNESS, "if not uses_atomics:", "if False:"),
+    ("judge: case count", "mtmc/verify/verifier.py",
+     'if len(result["cases"]) != len(reference.cases):', "if False:"),
+    ("judge: watched identities (T3)", VERIFIER, 'if result["tampered"]:', "if False:"),
+    ("judge: threads left running", VERIFIER, 'if result["threads_started"] > 0:', "if False:"),
+    ("judge: forged launch counts", VERIFIER, 'if result.get("counter_forged"):', "if False:"),
+    ("judge: threads started by the candidate", "mtmc/verify/verifier.py",
+     'if result.get("threads_spawned"):', "if False:"),
+    ("judge: census popped", VERIFIER, "    if broken:\n", "    if False:\n"),
+    ("judge: decoy kernel (S2)", VERIFIER, 'if 0 in got["launches"]:', "if False:"),
+    ("judge: host reads (S11)", VERIFIER, "        if reads:\n", "        if False:\n"),
+    ("judge: numpy / host exits", VERIFIER, "        if exits:\n", "        if False:\n"),
+    ("judge: foreign aten ops", VERIFIER, "        if foreign:\n", "        if False:\n"),
+    ("judge: kept state changed", VERIFIER, "if verdict.ok and changed:", "if False:"),
+    ("judge: foreign device kernels (GPU)", "mtmc/verify/verifier.py",
+     "elif foreign and not task.library_ops:", "elif False:"),
+    ("protocol: no repeats", "mtmc/verify/protocol.py",
+     "calls += [rng.randrange(cases) for _ in range(rng.randint(*EXTRA_CALLS))]", "pass"),
+    ("protocol: no derived size", "mtmc/verify/verifier.py",
+     "derived = derived_size(task, size_sets[0], self._size_rng) if len(size_sets) == 1 else None",
+     "derived = None"),
+    ("protocol: repeats not compared", "mtmc/verify/child.py",
+     "if report[\"deterministic\"]:  # the first call", "if False:  # the first call"),
+    ("state: functions and instances not walked", "mtmc/verify/child.py",
+     'elif getattr(value, "__module__", None) == home and not _triton_object(value):', "elif False:"),
+    ("child: task source left in frames", CHILD, 'del data["task_source"]', "pass"),
+    ("census: off for whole interpreter launches", "mtmc/verify/proof.py",
+     "self._counting(interpreter.InterpretedFunction.run, False)",
+     "self._counting(interpreter.InterpretedFunction.run, True)"),
+    ("census: aten op filter", PROOF, "if name not in self.allowed:", "if False:"),
+    ("census: no host-exit guard", PROOF, "        self._guard_host_exits()\n", "\n"),
+    ("census: no thread guard", PROOF, "        self._guard_threads()\n", "\n"),
+    ("census: no dispatch-stack guard", PROOF, "        self._guard_dispatch_stack()\n", "\n"),
+    ("census: pops not compared", PROOF, "if census.counter.pops != pops_before:", "if False:"),
+    ("census: top mode not compared", "mtmc/verify/proof.py",
+     "if python_dispatch._get_current_dispatch_mode() is not census:", "if False:"),
+    ("census: second tally", "mtmc/verify/proof.py",
+     "return sum(self.kernels.values()) == self._tally()", "return True"),
+    ("gpu: foreign kernel filter", "mtmc/verify/proof.py",
+     "return [name for name in ranked if name not in ours and not any(m in name for m in GLUE_KERNEL_MARKERS)"
+     "]",
+     "return []"),
+    ("static: chains into forbidden modules", "mtmc/verify/static.py",
+     '    parts = dotted.split(".")\n    if parts[0] not in ALLOWED_MODULE_ROOTS:\n        return None',
+     '    parts = dotted.split(".")\n    if True:\n        return None'),
+    ("static: module names as attributes", "mtmc/verify/static.py",
+     'for _name in FORBIDDEN_MODULES - {"numpy"}:', 'for _name in []:'),
+]
+
+
+def call_site_mutants() -> list[Mutant]:
+    """Every rule of the static checker: the line that reports it, made unreachable (`0 and ...`)."""
+    mutants = []
+    for rel in STATIC_FILES:
+        for number, line in enumerate((ROOT / rel).read_text().splitlines(), start=1):
+            match = re.match(r"^(\s+)(self\._flag\(|self\.flag\()(.*)$", line)
+            if match:
+                rule = re.search(r'"(\w+)"', match.group(3))
+                name = f"static rule `{rule.group(1) if rule else '?'}` at {Path(rel).name}:{number}"
+                disabled = f"{match.group(1)}0 and {match.group(2)}{match.group(3)}"
+                mutants.append(Mutant(name, rel, line, disabled, number))
+    return mutants
+
+
+def all_mutants() -> list[Mutant]:
+    return call_site_mutants() + [Mutant(*m) for m in MANUAL]
+
+
+def apply(mutant: Mutant, scratch: Path) -> None:
+    path = scratch / mutant.path
+    text = path.read_text()
+    if mutant.line:
+        lines = text.splitlines(keepends=True)
+        assert lines[mutant.line - 1].rstrip("\n") == mutant.old, mutant.name
+        lines[mutant.line - 1] = mutant.new + "\n"
+        path.write_text("".join(lines))
+        return
+    assert text.count(mutant.old) == 1, f"{mutant.name}: {text.count(mutant.old)} matches"
+    path.write_text(text.replace(mutant.old, mutant.new))
+
+
+def run_tests(scratch: Path, first: str, timeout_s: float) -> str:
+    """The first failing test's id, '' when every test passed (the mutant survived). The test file
+    that mirrors the mutated module runs first, then the others, each with -x."""
+    order = [first] + [t for t in TESTS if t != first] if first in TESTS else TESTS
+    env = {"PYTHONPATH": str(scratch), "PATH": "/usr/bin:/bin", "HOME": str(scratch)}
+    deadline = time.monotonic() + timeout_s
+    for test_file in order:
+        if test_file in IN_PROCESS:
+            failed = _pytest_here(scratch, test_file)
+            if failed:
+                return failed
+            continue
+        command = [sys.executable, "-m", "pytest", test_file, "-x", "-q", "-p", "no:cacheprovider"]
+        try:
+            done = subprocess.run(command, cwd=scratch, env=env, capture_output=True, text=True,
+                                  timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            return "(timed out: counted as caught)"
+        failed = re.search(r"^(?:FAILED|ERROR) (\S+)", done.stdout, re.MULTILINE)
+        if failed:
+            return failed.group(1)
+        if done.returncode != 0:
+            return f"(pytest exit {done.returncode} in {test_file})"
+    return ""
+
+
+# Test files that start no verifier workers run inside this process (torch is imported once):
+# the mutated modules are imported afresh from the scratch copy for each mutant.
+IN_PROCESS = {"tests/verify/test_static.py", "tests/verify/test_correctness.py",
+              "tests/verify/test_protocol.py", "tests/verify/test_proof.py"}
+
+
+class _FirstFailure:
+    def __init__(self) -> None:
+        self.nodeid = ""
+
+    def pytest_runtest_logreport(self, report) -> None:  # pytest hook
+        if report.failed and not self.nodeid:
+            self.nodeid = report.nodeid
+
+
+def _pytest_here(scratch: Path, test_file: str) -> str:
+    import pytest
+
+    for name in [m for m in sys.modules if m.split(".")[0] in ("mtmc", "conftest", "corpus_index")
+                 or m.startswith("test_")]:
+        del sys.modules[name]
+    kept = [p for p in sys.path if "mtmc-mutation" not in p]
+    sys.path[:] = [str(scratch), str(scratch / "tests" / "verify"), *kept]
+    recorder = _FirstFailure()
+    args = [str(scratch / test_file), "-x", "-q", "-p", "no:cacheprovider", "--rootdir", str(scratch)]
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = pytest.main(args, plugins=[recorder])
+    if recorder.nodeid:
+        return recorder.nodeid.replace(str(scratch) + "/", "")
+    return f"(pytest exit {int(code)} in {test_file})" if int(code) not in (0, 5) else ""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="", help="run the mutants whose name contains this (a|b: either)")
+    parser.add_argument("--out", default="", help="also write the markdown table here")
+    parser.add_argument("--timeout", type=int, default=900)
+    args = parser.parse_args()
+    rows = ["| mutant | caught by | seconds |", "|---|---|---|"]
+    survivors = 0
+    with tempfile.TemporaryDirectory(prefix="mtmc-mutation-") as tmp:
+        wanted = args.only.split("|")  # alternatives: "census|state"
+        for mutant in [m for m in all_mutants() if any(w in m.name for w in wanted)]:
+            scratch = Path(tmp) / "repo"
+            shutil.rmtree(scratch, ignore_errors=True)
+            shutil.copytree(ROOT / "mtmc", scratch / "mtmc")
+            shutil.copytree(ROOT / "tests", scratch / "tests")
+            shutil.copytree(ROOT / "benchmarks" / "results", scratch / "benchmarks" / "results")
+            for name in ("pyproject.toml", "README.md"):
+                if (ROOT / name).exists():
+                    shutil.copy(ROOT / name, scratch / name)
+            apply(mutant, scratch)
+            start = time.monotonic()
+            caught = run_tests(scratch, MIRROR.get(mutant.path, TESTS[0]), args.timeout)
+            survivors += not caught
+            rows.append(f"| {mutant.name} | {caught or '**SURVIVED**'} | {time.monotonic() - start:.0f} |")
+            print(rows[-1], flush=True)
+    rows.append(f"\n{len(rows) - 2} mutants, {survivors} survived")
+    print(rows[-1])
+    if args.out:
+        Path(args.out).write_text("\n".join(rows) + "\n")
+
+
+if __name__ == "__main__":
+    main()
