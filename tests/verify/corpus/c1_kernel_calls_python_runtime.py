@@ -1,10 +1,10 @@
-# PATTERN: class 1 at runtime: the kernel body's helper runs torch compute, which the census now sees (static check bypassed; a GPU compile refuses the call)
+# PATTERN: class 1 at runtime: the kernel body's helper runs torch compute, which the census now sees (static check bypassed; on an H100 the launch fails: "Unsupported function referenced")
 # TASK: softmax
 # STATIC: off
 # EXPECT: rejected
 # MESSAGE: aten._softmax
-# EXPECT-GPU: compile_error
-# MESSAGE-GPU: helper
+# EXPECT-GPU: runtime_error
+# MESSAGE-GPU: Unsupported function referenced
 import torch
 import torch.nn as nn
 import triton
