@@ -1,6 +1,6 @@
 """The planner's step reward: what one verified macro step is worth.
 
-Shaped like the MTMC paper's cascade (reference/mtmc-paper.md section 1.6: compile fails -1.0,
+Shaped like the QiMeng-Kernel MTMC paper's reward cascade (compile fails -1.0,
 execution fails -0.5, correct +0.5, faster +1.0, plus a step-proportional decay against cycling),
 made continuous on the speed side: a correct program earns a small fixed reward plus the log of its
 speedup over the previous accepted program, so a 2x step and two 1.41x steps are worth the same.

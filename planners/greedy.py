@@ -1,6 +1,6 @@
 """The greedy search planner: a first-improvement hill climb over the legal steps, no learning.
 
-DESIGN.md's "search" planner in its simplest honest form. On the current program (the last one the
+docs/design.md's search planner in its simplest honest form. On the current program (the last one the
 gate accepted; before the port, none) it proposes, in the order of `state.legal`, the first non-stop
 step not yet tried on that program. The gate is the climb's test: an accepted step (correct and not
 slower) moves to the new program, and the tried set starts over there; a rejected step stays

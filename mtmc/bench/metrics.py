@@ -3,7 +3,7 @@
     row = task_row(task, result.result, result.trajectory, wall_s, calibrations)
     agg = aggregate(rows, ps=(1.0, 1.2, 1.5, 2.0))
 
-fast_p (reference/peers.md, KernelBench score.py): the share of *all* tasks in the suite that are
+fast_p (KernelBench score.py): the share of *all* tasks in the suite that are
 correct and strictly faster than the baseline by more than p. Failed, errored and missing tasks stay
 in the denominator, so a planner cannot look better by skipping hard tasks. The geomean speedup is
 over correct tasks only, so it is a secondary number; read it next to the correctness rate.

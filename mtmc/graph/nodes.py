@@ -6,7 +6,7 @@
 
 Every node charges its own duration to `elapsed_s`, which is what the time limit reads. Routers
 return `Literal` node names and raise on a state they do not understand: a LangGraph router that
-returns an unknown name would otherwise end the run silently (reference/ecosystem.md 2.2).
+returns an unknown name would otherwise end the run silently (docs/design.md, "The loop").
 """
 
 from __future__ import annotations

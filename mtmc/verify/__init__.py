@@ -2,7 +2,7 @@
 
 Backends: `InterpreterVerifier` (CPU, Triton interpreter, correctness only) and `LocalVerifier`
 (one warm fork-server per GPU: correctness, proof of work, timing). `make_verifier("auto")`
-picks one. See verifier.py for the protocol and DESIGN.md "Verification protocol" for why.
+picks one. See verifier.py for the protocol and docs/design.md "Verification" for why.
 """
 
 from mtmc.verify.static import StaticReport, Violation, check_source

@@ -4,7 +4,7 @@ Two floors come from the task summary, `max(matmul_flops / peak_flops, bytes_min
 no correct program moves fewer bytes than its inputs, weights and outputs, nor does fewer FLOPs
 than the reference's matmuls.
 - The reachable floor (`Verdict.roofline_ms`, what "share of roofline" reads against) uses the
-  measured copy bandwidth (DESIGN.md: 4.23 TB/s on an H200).
+  measured copy bandwidth (BENCHMARKS.md: 4.24 TB/s on an H200).
 - The rejection floor uses `bandwidth_max`, the memory's datasheet rate, a physical limit: a
   read-only stream beats a copy's rate, and on the H200 suite run amax_lastdim read at 4.655 TB/s,
   0.2% under the 4.2e12 / 0.9 threshold that the copy rate gave the rejection floor before.

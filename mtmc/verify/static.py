@@ -1,6 +1,6 @@
 """Static checks: read the candidate's AST before anything runs and list what breaks the rules.
 
-Each rule closes a known reward hack (reference/peers.md S1-S20, T1-T3) or a way to reach outside
+Each rule closes a known reward hack (docs/design.md, S1-S20, T1-T3) or a way to reach outside
 the sandbox. The checks are a cheap first line with line numbers for the coder; the runtime checks
 (proof.py: launch counter, aten op census, identity snapshots) are the ground truth behind them.
 

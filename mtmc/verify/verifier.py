@@ -1,6 +1,6 @@
 """The verifiers: `InterpreterVerifier` (CPU, correctness only) and `LocalVerifier` (one warm
 fork-server per GPU, correctness + proof of work + timing). Both share `Engine`, which runs the
-protocol of DESIGN.md "Verification protocol":
+protocol of docs/design.md "Verification":
 
     cache? -> static checks -> reference (trusted child, cached per task; plus a derived second
     size for a task that declares one) -> candidate (its own child; the forward calls in a secret

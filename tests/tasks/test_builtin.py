@@ -1,4 +1,4 @@
-"""The built-in suite: every task loads, runs at its CPU sizes and is not degenerate (peers.md S8/S9/S18)."""
+"""Built-in suite: every task loads, runs at its CPU sizes, is not degenerate (docs/design.md S8, S9, S18)."""
 
 from collections import Counter
 

@@ -1,6 +1,6 @@
 """Reads the adversarial corpus: every file in corpus/ states, in its header, what it must get.
 
-    # PATTERN: S11 result cache keyed by id() of the input     (peers.md pattern and what it does)
+    # PATTERN: S11 result cache keyed by id() of the input     (docs/design.md pattern and what it does)
     # TASK: softmax                                            (a task in tests/verify/tasks/)
     # EXPECT: rejected                                         (the verdict status)
     # MESSAGE: id() keys result caches                         (a substring of the verdict message)

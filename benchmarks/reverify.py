@@ -1,0 +1,68 @@
+"""Verify recorded final kernels again with today's verifier: false rejections and verdict latency.
+
+    python benchmarks/reverify.py --runs RUN_A RUN_B ... [--tasks a b] --out reverify.json
+
+Each RUN is a `mtmc bench` folder holding one run folder per built-in task (`<task>/kernel.py`);
+a later RUN overrides an earlier one for the tasks it holds (the suite's combined table is built the
+same way). Every kernel is judged once by a fresh `LocalVerifier` on GPU 0 (no verdict cache), so
+each latency includes the task's reference and eager / torch.compile baselines, the same work for
+any verifier version: run it with the old and the new code to compare latencies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+from mtmc.program import Program
+from mtmc.tasks import load_task
+from mtmc.verify.verifier import LocalVerifier
+
+
+def latest_kernels(runs: list[str]) -> dict[str, Path]:
+    kernels: dict[str, Path] = {}
+    for run in runs:
+        for path in sorted(Path(run).glob("*/kernel.py")):
+            kernels[path.parent.name] = path
+    return kernels
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", nargs="+", required=True)
+    parser.add_argument("--tasks", nargs="*", default=None)
+    parser.add_argument("--out", default="reverify.json")
+    args = parser.parse_args()
+    kernels = latest_kernels(args.runs)
+    names = [n for n in kernels if args.tasks is None or n in args.tasks]
+    rows = []
+    with LocalVerifier(gpus=[0]) as verifier:
+        for name in names:
+            start = time.monotonic()
+            verdict = verifier.verify(load_task(name), Program(kernels[name].read_text()))
+            seconds = time.monotonic() - start
+            rows.append({"task": name, "kernel": str(kernels[name]), "status": str(verdict.status),
+                         "message": verdict.message, "latency_s": seconds, "flags": verdict.flags,
+                         "candidate_ms": verdict.candidate_ms, "eager_ms": verdict.eager_ms,
+                         "device": verdict.device,
+                         "isolation": getattr(verdict, "isolation", None)})
+            print(f"{name}: {verdict.status} in {seconds:.1f} s {verdict.message[:120]}", flush=True)
+            Path(args.out).write_text(json.dumps({"rows": rows}, indent=2) + "\n")
+    latencies = [r["latency_s"] for r in rows]
+    summary = {"tasks": len(rows), "ok": sum(r["status"] == "ok" for r in rows),
+               "latency_median_s": statistics.median(latencies), "latency_p90_s": percentile(latencies, 0.9)}
+    print(json.dumps(summary))
+    Path(args.out).write_text(json.dumps({"summary": summary, "rows": rows}, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
