@@ -189,3 +189,28 @@ def needed(body: list[Op], targets: list[str], stop: set[str] | None = None) -> 
         want.add(name)
         todo.extend(a for a in index[name].args if isinstance(a, str))
     return [op for op in body if op.out in want]
+
+
+def tile_epilogue(w: Writer, kernel: Kernel, axes: list[Axis]) -> None:
+    """The fused ops on a GEMM-like kernel's fp32 accumulator tile `acc`, then the stores, masked by
+    `m_mask & n_mask`: matmul, conv and transposed-conv kernels set up their tile's index variables
+    (`axes`) and masks, then share this."""
+
+    def load(op: Op, operand: Operand) -> str:
+        if operand.scalar:
+            return f"{var(operand.value)} * 1.0" if not operand.integer else var(operand.value)
+        where = address(axes, operand.dims, operand.value)
+        mask = mask_of(axes, operand.dims, operand.value)
+        if where == "0":
+            text = f"tl.load({ptr(operand.value)})"
+        else:
+            text = f"tl.load({ptr(operand.value)} + {where}" + (f", mask={mask}, other=0)" if mask else ")")
+        return text if operand.integer else f"{text}.to(tl.float32)"
+
+    body = BodyEmitter(kernel, load)
+    body.alias = {op.out: "acc" for op in kernel.body if op.op == "acc"}
+    body.emit(w, kernel.body)
+    for out in kernel.outputs:
+        where = address(axes, out.dims, out.value)
+        w(f"tl.store({ptr(out.value)} + {where}, "
+          f"{body.store_value(out.src)}.to({ptr(out.value)}.dtype.element_ty), mask=m_mask & n_mask)")

@@ -15,17 +15,7 @@ parameter, a full-size residual, a [N, C, 1, 1] tensor).
 
 from __future__ import annotations
 
-from coders.template.emit.common import (
-    Axis,
-    BodyEmitter,
-    FusionError,
-    Writer,
-    address,
-    check_operands,
-    mask_of,
-    ptr,
-    var,
-)
+from coders.template.emit.common import Axis, FusionError, Writer, check_operands, ptr, tile_epilogue, var
 from coders.template.emit.launch import Launcher, autotune_configs, kernel_header, output_alloc, wrap_call
 from coders.template.ir import Kernel
 
@@ -166,25 +156,7 @@ def _epilogue(w: Writer, kernel: Kernel) -> None:
         w("chan_e = offs_n[None, :]")
         w("n_mask = chan_e < C_out")
     w("m_mask = (offs_m < M)[:, None]")
-
-    def load(op, operand):
-        if operand.scalar:
-            return f"{var(operand.value)} * 1.0" if not operand.integer else var(operand.value)
-        where = address(axes, operand.dims, operand.value)
-        mask = mask_of(axes, operand.dims, operand.value)
-        if where == "0":
-            text = f"tl.load({ptr(operand.value)})"
-        else:
-            text = f"tl.load({ptr(operand.value)} + {where}" + (f", mask={mask}, other=0)" if mask else ")")
-        return text if operand.integer else f"{text}.to(tl.float32)"
-
-    body = BodyEmitter(kernel, load)
-    body.alias = {op.out: "acc" for op in kernel.body if op.op == "acc"}
-    body.emit(w, kernel.body)
-    for out in kernel.outputs:
-        where = address(axes, out.dims, out.value)
-        w(f"tl.store({ptr(out.value)} + {where}, "
-          f"{body.store_value(out.src)}.to({ptr(out.value)}.dtype.element_ty), mask=m_mask & n_mask)")
+    tile_epilogue(w, kernel, axes)
 
 
 def _operand_params(kernel: Kernel) -> list[str]:

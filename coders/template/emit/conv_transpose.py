@@ -28,7 +28,7 @@ output_padding, dilation, groups) are read at run time, so one program runs at e
 
 from __future__ import annotations
 
-from coders.template.emit.common import Axis, BodyEmitter, Writer, address, check_operands, mask_of, ptr, var
+from coders.template.emit.common import Axis, Writer, check_operands, ptr, tile_epilogue, var
 from coders.template.emit.launch import Launcher, autotune_configs, kernel_header, output_alloc, wrap_call
 from coders.template.ir import Kernel
 
@@ -217,25 +217,7 @@ def _epilogue(w: Writer, kernel: Kernel) -> None:
     w("rs = spatial[:, None]")
     w("m_mask = m_in[:, None]")
     w("n_mask = n_in[None, :]")
-
-    def load(op, operand):
-        if operand.scalar:
-            return f"{var(operand.value)} * 1.0" if not operand.integer else var(operand.value)
-        where = address(axes, operand.dims, operand.value)
-        mask = mask_of(axes, operand.dims, operand.value)
-        if where == "0":
-            text = f"tl.load({ptr(operand.value)})"
-        else:
-            text = f"tl.load({ptr(operand.value)} + {where}" + (f", mask={mask}, other=0)" if mask else ")")
-        return text if operand.integer else f"{text}.to(tl.float32)"
-
-    body = BodyEmitter(kernel, load)
-    body.alias = {op.out: "acc" for op in kernel.body if op.op == "acc"}
-    body.emit(w, kernel.body)
-    for out in kernel.outputs:
-        where = address(axes, out.dims, out.value)
-        w(f"tl.store({ptr(out.value)} + {where}, "
-          f"{body.store_value(out.src)}.to({ptr(out.value)}.dtype.element_ty), mask=m_mask & n_mask)")
+    tile_epilogue(w, kernel, axes)
 
 
 def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> None:
