@@ -19,6 +19,7 @@ from pathlib import Path
 
 from mtmc.program import Program
 from mtmc.tasks import load_task
+from mtmc.verify.bench_latency import percentile
 from mtmc.verify.verifier import LocalVerifier
 
 
@@ -28,11 +29,6 @@ def latest_kernels(runs: list[str]) -> dict[str, Path]:
         for path in sorted(Path(run).glob("*/kernel.py")):
             kernels[path.parent.name] = path
     return kernels
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def main() -> None:
