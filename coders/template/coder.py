@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from coders.template import fuse, steps
 from coders.template.emit.program import generate
-from coders.template.graph import trace
 from coders.template.ir import ProgramIR
 from coders.template.lower import lower
+from coders.template.trace import trace
 from mtmc.program import Program
 from mtmc.protocols import CoderError
 from mtmc.strategies import PORT, Strategy, legal_menu

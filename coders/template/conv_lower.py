@@ -36,8 +36,8 @@ from typing import Any
 
 import torch
 
-from coders.template.graph import GNode, Graph, Ref, unsupported
 from coders.template.ir import Kernel, Op, Operand, Output, ProgramIR, PyStep
+from coders.template.trace import GNode, Graph, Ref, unsupported
 
 CONV_OPS = ("conv1d", "conv2d", "conv3d")
 # Port defaults; the planner tunes from here. BLOCK_N follows the output channels per group.

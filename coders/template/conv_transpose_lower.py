@@ -21,8 +21,8 @@ from typing import Any
 import torch
 import torch.nn as nn
 
-from coders.template.graph import Ref, unsupported
 from coders.template.ir import Kernel, Output, ProgramIR
+from coders.template.trace import Ref, unsupported
 
 # Port defaults; the planner tunes from here. BLOCK_N and BLOCK_K shrink to the traced channel counts
 # per group (tl.dot needs at least 16).
@@ -36,7 +36,7 @@ PARAMS = ["input", "weight", "bias", "stride", "padding", "output_padding", "gro
 
 
 # --------------------------------------------------------------------------------------------------
-# tracing (called from coders/template/graph.py's handler tables)
+# tracing (called from coders/template/trace.py's handler tables)
 # --------------------------------------------------------------------------------------------------
 
 def trace_module(nz, n, module: nn.Module, path: str, args: list, kwargs: dict, result: Any) -> Ref:

@@ -13,8 +13,8 @@ import torch
 from coders.template import pooling
 from coders.template.conv_lower import lower_conv
 from coders.template.conv_transpose_lower import lower_conv_transpose
-from coders.template.graph import GNode, Graph, Ref, _Unsupported, render, unsupported
 from coders.template.ir import Kernel, Op, Operand, Output, ProgramIR, PyStep
+from coders.template.trace import GNode, Graph, Ref, _Unsupported, render, unsupported
 
 # Port defaults: simple, safe blocks; the planner tunes from here.
 POINTWISE_CONFIG = {"BLOCK": 1024, "num_warps": 4}

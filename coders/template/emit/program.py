@@ -16,8 +16,8 @@ import textwrap
 from coders.template.emit import attention, conv, conv_transpose, matmul, pointwise, pool, reduce
 from coders.template.emit.common import Writer
 from coders.template.emit.launch import Launcher, emit_configs
-from coders.template.graph import unsupported
 from coders.template.ir import Kernel, ProgramIR, PyStep
+from coders.template.trace import unsupported
 from mtmc.tasks import Task
 
 _EMITTERS = {"pointwise": pointwise, "reduce": reduce, "matmul": matmul, "attention": attention,
