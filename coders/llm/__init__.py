@@ -5,8 +5,8 @@
 """
 
 from coders.llm.chat import Chat, ChatError, Message, Reply
-from coders.llm.coder import LLMCoder
 from coders.llm.extract import extract_program
+from coders.llm.llm_coder import LLMCoder
 from coders.llm.prompt import build_messages
 
 __all__ = ["Chat", "ChatError", "LLMCoder", "Message", "Reply", "build_messages", "extract_program"]

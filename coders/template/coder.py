@@ -8,7 +8,7 @@ strategy always give the same result and the verifier's cache hits.
 from __future__ import annotations
 
 from coders.template import fuse, steps
-from coders.template.emit.program import generate
+from coders.template.emit.module import generate
 from coders.template.ir import ProgramIR
 from coders.template.lower import lower
 from coders.template.trace import trace

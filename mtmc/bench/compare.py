@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mtmc.bench.metrics import FAST_P, Row, aggregate
-from mtmc.bench.report import RESULTS_JSON, draw_fast_p, num, pct, times
+from mtmc.bench.results import RESULTS_JSON, draw_fast_p, num, pct, times
 from mtmc.report import write_atomic
 
 COMPARE_MD = "compare.md"

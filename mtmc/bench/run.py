@@ -39,7 +39,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from rich.console import Console
 
 from mtmc.bench.metrics import Row, error_row, missing_row, task_row
-from mtmc.bench.report import progress_line
+from mtmc.bench.results import progress_line
 from mtmc.bench.roofline import Calibration
 from mtmc.optimize import CHECKPOINTS, THREAD_ID, run_optimize
 from mtmc.protocols import Coder, Planner, Verifier

@@ -11,7 +11,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from mtmc.bench import compare_runs, load_calibrations, run_bench, select_tasks, visible_gpus, write_report
 from mtmc.bench.metrics import broken_row
-from mtmc.bench.report import RESULTS_MD
+from mtmc.bench.results import RESULTS_MD
 from mtmc.bench.run import FolderInUse
 from mtmc.tasks import BrokenTask, Task, TaskError, scan_suite
 

@@ -23,7 +23,7 @@ from rich.console import Console
 
 from mtmc.bench import run_bench, write_report
 from mtmc.bench.metrics import Row
-from mtmc.bench.report import num, times
+from mtmc.bench.results import num, times
 from mtmc.report import write_atomic
 from mtmc.tasks import Task
 from mtmc.train.data import EVAL_SPLIT

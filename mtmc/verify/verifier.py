@@ -42,10 +42,10 @@ from mtmc.verify.correctness import Comparison, compare_case, compare_outputs, c
 from mtmc.verify.forkserver import Outcome, clean_env
 from mtmc.verify.integrity import IntegrityError, Seal
 from mtmc.verify.policy import HOST_READ_ATEN_OPS
-from mtmc.verify.pool import WorkerPool
 from mtmc.verify.protocol import call_schedule, derived_size, verdict_rng
 from mtmc.verify.static import StaticReport, check_source
 from mtmc.verify.verdict import Status, Verdict
+from mtmc.verify.worker_pool import WorkerPool
 
 VERIFIER_VERSION = "1.7"  # bump whenever a change can flip a verdict: cached verdicts expire
 INTERPRETER_DEVICE = "cpu (triton interpreter)"

@@ -1,4 +1,4 @@
-"""LLMCoder (coders/llm/coder.py) on a scripted Chat: hybrid start, the menu it offers the planner,
+"""LLMCoder (coders/llm/llm_coder.py) on a scripted Chat: hybrid start, the menu it offers the planner,
 retry prompts, usage on failure. The HTTP, vLLM and transformers backends have their own tests.
 
     pytest tests/coders/test_llm.py

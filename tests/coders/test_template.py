@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from coders.template import TemplateCoder, steps
-from coders.template.emit.program import generate
+from coders.template.emit.module import generate
 from coders.template.ir import ProgramIR
 from mtmc.program import Program
 from mtmc.protocols import CoderError

@@ -11,7 +11,7 @@ import torch
 
 from coders.template import TemplateCoder, steps
 from coders.template.emit import conv as conv_emit
-from coders.template.emit.program import generate
+from coders.template.emit.module import generate
 from coders.template.ir import ProgramIR
 from mtmc.program import Program
 from mtmc.protocols import CoderError

@@ -14,7 +14,7 @@ import torch
 
 from coders.template import TemplateCoder, conv_transpose_lower, steps
 from coders.template.emit import conv_transpose as conv_transpose_emit
-from coders.template.emit.program import generate
+from coders.template.emit.module import generate
 from coders.template.ir import ProgramIR
 from mtmc.program import Program
 from mtmc.protocols import CoderError

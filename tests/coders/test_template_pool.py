@@ -12,7 +12,7 @@ import torch
 
 from coders.template import TemplateCoder
 from coders.template.emit import pool as pool_emit
-from coders.template.emit.program import generate
+from coders.template.emit.module import generate
 from coders.template.ir import ProgramIR
 from mtmc.program import Program
 from mtmc.strategies import PORT, Strategy
