@@ -8,7 +8,7 @@ from corpus_index import HONEST, TASKS
 from mtmc.program import Program
 from mtmc.tasks import Task
 from mtmc.verify import Status
-from mtmc.verify import pool as pool_module
+from mtmc.verify import worker_pool as pool_module
 from mtmc.verify.transport import MARKER, offload, restore
 
 
@@ -92,8 +92,10 @@ def test_scratch_parent_prefers_the_environment(monkeypatch, tmp_path):
 
 
 def _large_pointwise() -> Task:
-    # 300_001 float32 outputs (1.2 MB): above the raw-file threshold, still quick in the interpreter
-    source = (TASKS / "pointwise.py").read_text().replace('[{"n": 1000}, {"n": 257}]', '[{"n": 300_001}]')
+    # 300_001 float32 outputs (1.2 MB): above the raw-file threshold, still quick in the interpreter;
+    # a second, small size keeps the verifier from drawing a derived one (another large case)
+    source = (TASKS / "pointwise.py").read_text().replace('[{"n": 1000}, {"n": 257}]',
+                                                          '[{"n": 300_001}, {"n": 257}]')
     assert "300_001" in source
     return Task(name="pointwise_large", source=source)
 
