@@ -8,6 +8,7 @@ import textwrap
 import pytest
 
 from mtmc.jobs.port_coverage import coverage_report, port_row, reason_group
+from mtmc.strategies import PORT
 from mtmc.tasks import load_task, scan_suite
 
 TASK = """
@@ -56,8 +57,17 @@ def test_rows_say_ported_unsupported_and_broken(suite):
     assert rows["broken"]["group"] == "TaskError: syntax error at line N: invalid syntax"
 
 
-def test_a_kept_library_call_is_reported():
-    row = port_row(load_task("conv_relu_bias"))  # the task allows its conv2d as a library call
+def test_a_kept_library_call_is_reported(monkeypatch):
+    from coders.template import TemplateCoder
+    from mtmc.strategies import Strategy
+
+    task = load_task("conv_relu_bias")  # the task allows its conv2d as a library call
+    row = port_row(task)  # the port itself is a Triton conv
+    assert row["port"] == "ok" and row["library"] is False and row["kernels"] >= 1
+    port = TemplateCoder().apply(task, None, PORT)
+    on_cudnn = TemplateCoder().apply(task, port, Strategy.parse("library conv2d"))
+    monkeypatch.setattr(TemplateCoder, "apply", lambda self, task, program, strategy: on_cudnn)
+    row = port_row(task)
     assert row["port"] == "ok" and row["library"] is True and row["kernels"] >= 1
 
 
