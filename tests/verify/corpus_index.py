@@ -3,7 +3,8 @@
     # PATTERN: S11 result cache keyed by id() of the input     (docs/design.md pattern and what it does)
     # TASK: softmax                                            (a task in tests/verify/tasks/)
     # EXPECT: rejected                                         (the verdict status)
-    # MESSAGE: id() keys result caches                         (a substring of the verdict message)
+    # MESSAGE: id() keys result caches                         (a substring of the verdict message;
+    #                                                          " || " separates alternatives)
     # STATIC: off                                              (optional: bypass the static checks,
     #                                                          to test the runtime layers behind them)
     # BACKEND: gpu                                             (optional: only meaningful on a GPU)

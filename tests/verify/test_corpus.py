@@ -22,7 +22,8 @@ def test_corpus_verdict(entry, verifier, unchecked_verifier):
     status, message = entry.expected(gpu=False)
     table = format_verdict_table(verdict)
     assert verdict.status == Status(status), f"{entry.pattern}\n{table}"
-    assert message in verdict.message, f"expected {message!r} in the message\n{table}"
+    # alternatives (" || "): either reason is a correct catch (e.g. unwritten memory read as NaN or not)
+    assert any(m in verdict.message for m in message.split(" || ")), f"expected {message!r}\n{table}"
     assert verdict.device == "cpu (triton interpreter)"
     assert verdict.candidate_ms is None  # the interpreter never times
 
