@@ -12,6 +12,8 @@ tasks that some run lacks are listed, not mixed in. Writes compare.md, compare.j
 from __future__ import annotations
 
 import json
+import math
+import statistics
 import string
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,7 +21,7 @@ from typing import Any
 
 from mtmc.bench.metrics import FAST_P, Row, aggregate
 from mtmc.bench.results import RESULTS_JSON, draw_fast_p, num, pct, times
-from mtmc.report import write_atomic
+from mtmc.report import TRAJECTORY, write_atomic
 
 COMPARE_MD = "compare.md"
 COMPARE_JSON = "compare.json"
@@ -50,6 +52,8 @@ def compare_runs(*runs: str | Path, out_dir: str | Path | None = None,
         "not_in_all": {label: [n for n in rows[label] if n not in common] for label in labels},
         "aggregates": {label: aggregate([rows[label][n] for n in common], ps) for label in labels},
         "tasks": [{"task": n, **{label: rows[label][n] for label in labels}} for n in common],
+        "timing_agreement": {label: timing_agreement(Path(runs[0]), Path(run), common)
+                             for label, run in zip(labels[1:], runs[1:], strict=True)},
     }
     result["markdown"] = compare_markdown(result)
     if out_dir is not None:
@@ -85,11 +89,49 @@ def compare_markdown(result: dict[str, Any]) -> str:
                ("steps", lambda r: num(r["steps"], "d"))]
     header = [f"{name} {label}" for name, _ in columns for label in labels]
     aligns = ["---" if name == "correct" else "---:" for name, _ in columns for _ in labels]
+    lines += _agreement_lines(result["timing_agreement"])
     lines += ["", "## Tasks", "", "| task | " + " | ".join(header) + " |", "|---|" + "|".join(aligns) + "|"]
     for entry in result["tasks"]:
         cells = [cell(entry[label]) for _, cell in columns for label in labels]
         lines.append(f"| {entry['task']} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def timing_agreement(run_a: Path, run_b: Path, tasks: Sequence[str]) -> dict[str, Any] | None:
+    """How far B's time for a program is from A's for the very same program (same task, same digest),
+    next to the same comparison for the baselines (eager and torch.compile, which are the same
+    programs in both runs by construction). Runs on one GPU and on several should agree to within
+    run-to-run noise: timing on one GPU must not be disturbed by work on another. None where nothing
+    was timed in both."""
+    candidates, baselines = [], []
+    for task in tasks:
+        a, b = _timed_verdicts(run_a / task), _timed_verdicts(run_b / task)
+        candidates += [(b[d]["candidate_ms"] / a[d]["candidate_ms"], task) for d in a.keys() & b.keys()]
+        if a and b:  # every verdict of a task reports the same baseline times (timed once per task)
+            first_a, first_b = next(iter(a.values())), next(iter(b.values()))
+            baselines += [(first_b[key] / first_a[key], task) for key in ("eager_ms", "compiled_ms")
+                          if first_a.get(key) and first_b.get(key)]
+    if not candidates:
+        return None
+    return {"candidates": _deviation(candidates), "baselines": _deviation(baselines) if baselines else None}
+
+
+def _deviation(ratios: list[tuple[float, str]]) -> dict[str, Any]:
+    """Median and worst of B/A ratios, by distance from 1 on a log scale (1.05x and 1/1.05x alike)."""
+    distances = sorted(abs(math.log(r)) for r, _ in ratios)
+    worst, task = max(ratios, key=lambda r: abs(math.log(r[0])))
+    return {"pairs": len(ratios), "median_deviation": math.exp(statistics.median(distances)),
+            "worst_ratio": worst, "worst_task": task}
+
+
+def _timed_verdicts(folder: Path) -> dict[str, dict[str, Any]]:
+    """digest -> verdict of each timed `ok` verdict in a task's trajectory (its last, if judged twice)."""
+    path = folder / TRAJECTORY
+    if not path.is_file():
+        return {}
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    timed = [r for r in records if r.get("digest") and (r.get("verdict") or {}).get("status") == "ok"]
+    return {r["digest"]: r["verdict"] for r in timed if r["verdict"].get("candidate_ms")}
 
 
 def _metrics(agg: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -103,8 +145,28 @@ def _metrics(agg: dict[str, Any]) -> list[tuple[str, Any]]:
              ("geomean speedup over torch.compile (correct)", lambda g: times(g["geomean_speedup_compiled"])),
              ("median % of roofline (correct)", lambda g: num(g["median_roofline_pct"], ".1f")),
              ("verifier calls", lambda g: str(g["verifier_calls"])),
-             ("wall time", lambda g: f"{g['wall_s']:.1f} s")]
+             ("verdicts ok", lambda g: num(g["verified"], "d")),
+             ("wall time (tasks' own times, summed)", lambda g: f"{g['wall_s']:.1f} s"),
+             ("elapsed, first start to last finish", lambda g: _seconds(g["elapsed_s"])),
+             ("verified candidates per minute", lambda g: num(g["verified_per_min"], ".2f"))]
     return rows
+
+
+def _agreement_lines(agreements: dict[str, dict[str, Any] | None]) -> list[str]:
+    lines = []
+    for label, agreement in agreements.items():
+        if agreement is None:
+            continue
+        lines += ["", f"Same programs timed in A and {label} ({label}/A: median distance from 1, worst):"]
+        for what in ("candidates", "baselines"):
+            if d := agreement[what]:
+                lines.append(f"- {what}: {d['pairs']} pairs, median {d['median_deviation']:.3f}x, worst "
+                             f"{d['worst_ratio']:.3f}x ({d['worst_task']})")
+    return lines
+
+
+def _seconds(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f} s"
 
 
 def _share(fraction: float | None) -> str:

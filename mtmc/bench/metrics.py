@@ -31,8 +31,8 @@ ROW_FIELDS = (
     "task", "family", "split", "status", "correct",
     "candidate_ms", "port_ms", "eager_ms", "compiled_ms", "speedup_eager", "speedup_compiled",
     "floor_ms", "bound", "roofline_pct", "eager_roofline_pct", "compiled_roofline_pct", "flops", "bytes",
-    "steps", "accepted_steps", "attempts", "verifier_calls", "stop_reason", "return", "wall_s",
-    "device", "kernel", "flags", "error",
+    "steps", "accepted_steps", "attempts", "verifier_calls", "verified", "stop_reason", "return", "wall_s",
+    "started", "finished", "device", "kernel", "flags", "error",
 )
 
 Row = dict[str, Any]
@@ -65,6 +65,7 @@ def task_row(task: Task, result: dict[str, Any], trajectory: list[dict[str, Any]
         "accepted_steps": result["accepted_steps"],
         "attempts": result["attempts"],
         "verifier_calls": len(judged),
+        "verified": sum((r["verdict"] or {}).get("status") == "ok" for r in judged),
         "stop_reason": result["stop_reason"],
         "return": result["return"],
         "wall_s": round(wall_s, 3),
@@ -138,8 +139,26 @@ def aggregate(rows: Sequence[Row], ps: Sequence[float] = FAST_P) -> dict[str, An
         "median_roofline_pct": _median(r["roofline_pct"] for r in correct),
         "steps": sum(r["steps"] or 0 for r in rows),
         "verifier_calls": sum(r["verifier_calls"] or 0 for r in rows),
+        # None for results written before the column existed, not a misleading 0
+        "verified": sum(r.get("verified") or 0 for r in rows)
+        if any(r.get("verified") is not None for r in rows) else None,
         "wall_s": round(sum(r["wall_s"] or 0.0 for r in rows), 3),
+        **throughput(rows),
     }
+
+
+def throughput(rows: Sequence[Row]) -> dict[str, float | None]:
+    """Elapsed time from the first task's start to the last one's finish, and verified candidates
+    (verdicts `ok`) per minute of it: what several GPU workers speed up (`wall_s` sums the tasks'
+    own times, so it does not shrink when they run side by side). A run resumed later spans the gap
+    between its sessions too; compare runs made in one go."""
+    spans = [(r["started"], r["finished"]) for r in rows if r.get("started") and r.get("finished")]
+    if not spans:
+        return {"elapsed_s": None, "verified_per_min": None}
+    elapsed = max(end for _, end in spans) - min(start for start, _ in spans)
+    verified = sum(r.get("verified") or 0 for r in rows if r.get("started") and r.get("finished"))
+    per_min = 60.0 * verified / elapsed if elapsed > 0 else None
+    return {"elapsed_s": round(elapsed, 3), "verified_per_min": per_min}
 
 
 def fast_p(rows: Sequence[Row], p: float, baseline: str) -> float:

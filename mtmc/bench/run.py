@@ -38,7 +38,7 @@ from hydra.utils import instantiate
 from langgraph.checkpoint.sqlite import SqliteSaver
 from rich.console import Console
 
-from mtmc.bench.metrics import Row, error_row, missing_row, task_row
+from mtmc.bench.metrics import ROW_FIELDS, Row, error_row, missing_row, task_row
 from mtmc.bench.results import progress_line
 from mtmc.bench.roofline import Calibration
 from mtmc.optimize import CHECKPOINTS, THREAD_ID, run_optimize
@@ -130,7 +130,7 @@ def run_task(task: Task, roles: Roles, job: BenchJob) -> Row:
     """Optimize one task into its folder and write its row; a task that raises becomes an error row."""
     folder = job.out_dir / task.name
     folder.mkdir(parents=True, exist_ok=True)
-    start = time.monotonic()
+    start, started = time.monotonic(), time.time()
     try:
         # The per-attempt lines of optimize go to the task's log: with several GPUs they would interleave.
         with (folder / "optimize.log").open("a") as log:
@@ -141,6 +141,8 @@ def run_task(task: Task, roles: Roles, job: BenchJob) -> Row:
     except Exception as err:  # one broken task must not sink the suite; its row and error.txt say why
         (folder / "error.txt").write_text(traceback.format_exc())
         row = error_row(task, f"{type(err).__name__}: {err}", time.monotonic() - start)
+    # wall-clock times, comparable across workers: a run's elapsed span and throughput
+    row |= {"started": round(started, 3), "finished": round(time.time(), 3)}
     write_atomic(folder / TASK_RESULT, json.dumps({"format": FORMAT, "row": row}, indent=2) + "\n")
     return row
 
@@ -155,7 +157,7 @@ def finished_row(folder: Path, retry_errors: bool = False) -> Row | None:
         return None
     if retry_errors and data["row"]["status"] == "error":
         return None
-    return data["row"]
+    return dict.fromkeys(ROW_FIELDS) | data["row"]  # rows written before a column was added lack it
 
 
 def has_checkpoint(folder: Path) -> bool:

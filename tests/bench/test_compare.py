@@ -79,3 +79,37 @@ def test_compare_needs_two_folders(tmp_path):
                            f"out={tmp_path / 'cli'}"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 1
     assert "mtmc bench: compare takes 2 to 26 benchmark folders, got 1" in done.stderr
+
+
+def test_same_programs_in_two_runs_are_matched_by_digest_and_their_time_ratios_reported(tmp_path):
+    run_a, run_b = tmp_path / "a", tmp_path / "b"
+    scripted_run(run_a, ["a", "b"], tile="ok@0.5")
+    scripted_run(run_b, ["a", "b"], tile="ok@0.5")
+    first = compare_runs(run_a, run_b)
+    agg = first["aggregates"]["A"]  # rows carry their verdicts ok and wall-clock start and finish
+    assert agg["verified"] == 4 and agg["elapsed_s"] > 0 and agg["verified_per_min"] > 0
+    agreement = first["timing_agreement"]["B"]
+    # port and tile step of two tasks: four programs, the same digests and the same fake times
+    assert agreement["candidates"] == {"pairs": 4, "median_deviation": 1.0, "worst_ratio": 1.0,
+                                       "worst_task": "a"}
+    assert agreement["baselines"]["pairs"] == 4  # eager and torch.compile of each task
+
+    # B's tile step of task b timed 10% slower: the worst pair says so, the median does not move
+    path = run_b / "b" / "trajectory.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    for record in records:
+        if record["step"] == 1 and record["verdict"]:
+            record["verdict"]["candidate_ms"] *= 1.1
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    result = compare_runs(run_a, run_b)
+    candidates = result["timing_agreement"]["B"]["candidates"]
+    assert candidates["worst_task"] == "b" and candidates["worst_ratio"] == pytest.approx(1.1)
+    assert candidates["median_deviation"] == pytest.approx(1.0)
+    assert "- candidates: 4 pairs, median 1.000x, worst 1.100x (b)" in result["markdown"]
+
+
+def test_runs_with_different_programs_have_no_timing_agreement(tmp_path):
+    scripted_run(tmp_path / "a", ["a"], tile="ok@0.5")
+    scripted_run(tmp_path / "b", ["a"], tile="incorrect")  # B's tile step fails; its port still matches A's
+    agreement = compare_runs(tmp_path / "a", tmp_path / "b")["timing_agreement"]["B"]
+    assert agreement["candidates"]["pairs"] == 1

@@ -78,3 +78,17 @@ def test_a_missing_calibration_file_is_an_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="no such file"):
         load_calibrations(str(tmp_path / "nope.json"))
     assert load_calibrations(None) == []
+
+
+def test_throughput_spans_the_first_start_to_the_last_finish_and_counts_verified_candidates():
+    rows = [row("a", True) | {"started": 100.0, "finished": 160.0, "verified": 3},
+            row("b", True) | {"started": 110.0, "finished": 130.0, "verified": 2},  # beside a, on another GPU
+            row("c", False, status="error")]  # never timed: no span, no verdicts
+    agg = aggregate(rows)
+    assert agg["elapsed_s"] == 60.0 and agg["verified_per_min"] == 5.0 and agg["verified"] == 5
+    assert agg["wall_s"] == sum(r["wall_s"] or 0 for r in rows)  # the tasks' own times, unchanged
+
+
+def test_results_written_before_the_throughput_columns_report_none():
+    agg = aggregate([row("a", True)])
+    assert agg["elapsed_s"] is None and agg["verified_per_min"] is None and agg["verified"] is None
