@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,7 +72,7 @@ def run_optimize(task: Task, planner: Planner, coder: Coder, verifier: Verifier,
     console = console or Console(stderr=True)
     config = run_config(THREAD_ID, max_steps=max_steps, max_retries=max_retries)
 
-    with SqliteSaver.from_conn_string(str(out_dir / CHECKPOINTS)) as saver:
+    with LatestCheckpointSaver.from_conn_string(str(out_dir / CHECKPOINTS)) as saver:
         graph = build_graph().compile(checkpointer=saver)
         snapshot = graph.get_state(config)
         if resume and not snapshot.values:
@@ -113,6 +114,42 @@ def run_optimize(task: Task, planner: Planner, coder: Coder, verifier: Verifier,
         trajectory=list(state.get("trajectory", [])),
         result=result,
     )
+
+
+_DROP_OLDER_CHECKPOINTS = """DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_id NOT IN
+    (SELECT MAX(checkpoint_id) FROM checkpoints WHERE thread_id = ? GROUP BY checkpoint_ns)"""
+_DROP_ORPHAN_WRITES = """DELETE FROM writes WHERE thread_id = ? AND checkpoint_id NOT IN
+    (SELECT checkpoint_id FROM checkpoints WHERE thread_id = ?)"""
+
+
+class LatestCheckpointSaver(SqliteSaver):
+    """A SqliteSaver that keeps only the newest checkpoint of a thread and the writes pending on it.
+
+    Resume reads just those. Every checkpoint holds the whole state, and `history` and `trajectory`
+    grow by a record an attempt, so keeping them all made the file grow with the square of the steps
+    (40 scripted steps: 3.4 MB, 165 checkpoints). The prune is its own transaction after the
+    insert: a kill between the two leaves one extra checkpoint, which the next put removes.
+    """
+
+    def put(self, config, checkpoint, metadata, new_versions):
+        saved = super().put(config, checkpoint, metadata, new_versions)
+        self.prune([saved["configurable"]["thread_id"]])
+        return saved
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """BaseCheckpointSaver.prune, which SqliteSaver leaves unimplemented. Checkpoint ids are
+        time-ordered (uuid6), so the newest of a namespace is its largest id, as SqliteSaver's own
+        `get_tuple` assumes."""
+        if strategy == "delete":
+            for thread_id in thread_ids:
+                self.delete_thread(thread_id)
+            return
+        if strategy != "keep_latest":
+            raise ValueError(f"unknown prune strategy {strategy!r}: keep_latest or delete")
+        with self.cursor() as cur:
+            for thread_id in map(str, thread_ids):
+                cur.execute(_DROP_OLDER_CHECKPOINTS, (thread_id, thread_id))
+                cur.execute(_DROP_ORPHAN_WRITES, (thread_id, thread_id))
 
 
 class _Progress:
