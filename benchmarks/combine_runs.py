@@ -1,8 +1,8 @@
 """Combine `mtmc bench` runs of the same suite: a later run's row for a task replaces an earlier one.
 
-    python benchmarks/combine_runs.py benchmarks/results/2026-11-24-h200-bench-suite3/results.json \
-        benchmarks/results/2026-11-24-h200-bench-suite4/results.json \
-        benchmarks/results/2026-11-24-h200-bench-suite5/results.json
+    R=../mtmc-results/benchmarks/results  # a worktree of the results branch (BENCHMARKS.md)
+    python benchmarks/combine_runs.py $R/2026-11-24-h200-bench-suite3/results.json \
+        $R/2026-11-24-h200-bench-suite4/results.json $R/2026-11-24-h200-bench-suite5/results.json
 
 Prints the issue-5 aggregates of the combined table: correct tasks, geomean speedups over eager and
 torch.compile, and the memory-bound tasks at 85% or more of the measured copy bandwidth.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -19,12 +20,31 @@ def cited_files() -> list[Path]:
     return files
 
 
+def results_branch() -> str | None:
+    """The ref of the results branch (raw benchmark data, BENCHMARKS.md), if this clone has it."""
+    for ref in ("results", "origin/results"):
+        found = subprocess.run(["git", "rev-parse", "--verify", "--quiet", ref], cwd=ROOT,
+                               capture_output=True)
+        if found.returncode == 0:
+            return ref
+    return None
+
+
+def on_results_branch(branch: str, ref: str) -> bool:
+    found = subprocess.run(["git", "cat-file", "-e", f"{branch}:{ref}"], cwd=ROOT, capture_output=True)
+    return found.returncode == 0
+
+
 def test_every_cited_document_exists():
-    missing = []
+    missing, results = [], results_branch()
     for path in cited_files():
         for match in CITED.finditer(path.read_text(errors="replace")):
             ref = match.group(1)
             if "*" in ref or ref.startswith(("runs/", "out/", "tmp/")):
+                continue
+            if ref.startswith("benchmarks/results/"):  # raw results live on the results branch
+                if results and not on_results_branch(results, ref):
+                    missing.append(f"{path.relative_to(ROOT)}: {ref} (not on the {results} branch)")
                 continue
             if not ((ROOT / ref).is_file() or (path.parent / ref).is_file()):
                 missing.append(f"{path.relative_to(ROOT)}: {ref}")

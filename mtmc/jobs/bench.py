@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,19 @@ from mtmc.bench.run import FolderInUse
 from mtmc.tasks import BrokenTask, Task, TaskError, scan_suite
 
 log = logging.getLogger(__name__)
+
+
+def source_commit() -> str | None:
+    """The commit of the code that ran, for the results manifest: MTMC_COMMIT where it is set (a
+    tree copied without its .git, as onto a lent GPU machine), else the checkout's HEAD, else None."""
+    if commit := os.environ.get("MTMC_COMMIT"):
+        return commit
+    try:
+        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True,
+                              text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:
@@ -50,7 +65,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     if broken:  # folder order is file-name order
         rows = sorted(rows + [broken_row(b.name, b.error) for b in broken], key=lambda row: row["task"])
     meta = {"suite": str(cfg.suite), **{role: target["_target_"] for role, target in roles.items()},
-            "budgets": {k: v for k, v in optimize.items() if k != "reward"}}
+            "budgets": {k: v for k, v in optimize.items() if k != "reward"}, "commit": source_commit()}
     aggregates = write_report(out_dir, rows, meta, ps=list(cfg.fast_p))
     print((out_dir / RESULTS_MD).read_text())
     return aggregates
