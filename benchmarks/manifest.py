@@ -1,13 +1,14 @@
 """The manifest of bench runs (benchmarks/results.csv) and BENCHMARKS.md's current table made from it.
 
-Raw results live on the `results` branch, at benchmarks/results/<folder> (README.md there says how
-to read them); main keeps only this manifest, one row per `mtmc bench` folder.
+Raw results live in the repository's history, not its tree: benchmarks/archive_results.sh commits a
+results folder once and removes it in the next commit, and the manifest names the commit that holds
+it (`where` = <commit>:benchmarks/results/<folder>). One row per `mtmc bench` folder.
 
-    python benchmarks/manifest.py add ../mtmc-results/benchmarks/results/<folder> [--commit SHA]
+    python benchmarks/manifest.py add benchmarks/results/<folder> --archived-in SHA [--commit SHA]
     python benchmarks/manifest.py render        # rewrite BENCHMARKS.md's current table from the csv
 
-`add` reads the folder's results.json (the commit from its meta, else --commit) and appends or
-replaces the folder's row. `render` is what tests/test_manifest.py checks BENCHMARKS.md against,
+`add` reads the folder's results.json (the commit measured from its meta, else --commit) and
+appends or replaces the folder's row. `render` is what tests/test_manifest.py checks BENCHMARKS.md against,
 so the table cannot drift from the manifest.
 """
 
@@ -36,11 +37,10 @@ def results_path(folder: Path) -> str:
     for i in range(len(parts) - 1, 0, -1):
         if parts[i - 1:i + 1] == ("benchmarks", "results"):
             return "/".join(parts[i + 1:])
-    raise ValueError(f"{folder} is not inside a benchmarks/results/ folder (a checkout of the results "
-                     "branch)")
+    raise ValueError(f"{folder} is not inside a benchmarks/results/ folder")
 
 
-def manifest_row(folder: Path, commit: str | None = None) -> dict[str, str]:
+def manifest_row(folder: Path, archived_in: str, commit: str | None = None) -> dict[str, str]:
     """The manifest row of one bench folder."""
     where = results_path(folder)
     results = json.loads((folder / "results.json").read_text())
@@ -58,7 +58,7 @@ def manifest_row(folder: Path, commit: str | None = None) -> dict[str, str]:
         "correct": str(agg["correct"]),
         "geomean_eager": _fixed(agg["geomean_speedup_eager"]),
         "geomean_compile": _fixed(agg["geomean_speedup_compiled"]),
-        "where": f"results:benchmarks/results/{where}",
+        "where": f"{archived_in}:benchmarks/results/{where}",
     }
 
 
@@ -104,12 +104,13 @@ def main(argv: list[str]) -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     add = sub.add_parser("add", help="add or replace the row of a bench folder")
     add.add_argument("folder", type=Path)
+    add.add_argument("--archived-in", required=True, help="the commit that holds the folder's files")
     add.add_argument("--commit", help="the commit measured, where the folder's meta lacks it")
     sub.add_parser("render", help="rewrite BENCHMARKS.md's current table from the manifest")
     args = parser.parse_args(argv)
     rows = read_manifest()
     if args.command == "add":
-        row = manifest_row(args.folder, args.commit)
+        row = manifest_row(args.folder, args.archived_in, args.commit)
         rows = [r for r in rows if r["where"] != row["where"]] + [row]
         write_manifest(rows)
     BENCHMARKS_MD.write_text(render(BENCHMARKS_MD.read_text(), rows))
