@@ -521,6 +521,8 @@ _reg("log_softmax", _X + ["dim", "dtype"], torch.log_softmax, ".log_softmax")
 _reg("layer_norm", _X + ["normalized_shape", "weight", "bias", "eps"], F.layer_norm)
 _reg("rms_norm", _X + ["normalized_shape", "weight", "eps"], F.rms_norm)
 _reg("group_norm", _X + ["num_groups", "weight", "bias", "eps"], F.group_norm)
+_reg("instance_norm", _X + ["running_mean", "running_var", "weight", "bias", "use_input_stats",
+                            "momentum", "eps"], F.instance_norm)
 _reg("normalize", _X + ["p", "dim", "eps"], F.normalize)
 _reg("cosine_similarity", ["x1", "x2", "dim", "eps"], F.cosine_similarity, torch.cosine_similarity)
 _reg("cross_entropy", _X + ["target", "weight", "size_average", "ignore_index", "reduce",
@@ -767,6 +769,23 @@ def _h_rowwise(nz: _Normalizer, name: str, op: str, b: dict, result: Any) -> Ref
     raise unsupported(f"op {op}")
 
 
+def _h_instance_norm(nz: _Normalizer, name: str, op: str, b: dict, result: Any) -> Ref:
+    """F.instance_norm. With use_input_stats (the default) and running statistics given it would also
+    update them in place, a side effect a kernel does not reproduce: refused."""
+    x, mean, var = b["input"], b.get("running_mean"), b.get("running_var")
+    use_input_stats = b.get("use_input_stats", True)
+    eps = b.get("eps", 1e-5)
+    if not isinstance(use_input_stats, bool) or isinstance(eps, Ref):
+        raise unsupported("instance_norm with a computed use_input_stats or eps")
+    if use_input_stats and (mean is not None or var is not None):
+        raise unsupported("instance_norm updating running statistics (use_input_stats=True)")
+    if use_input_stats:
+        return _instance_stats_norm(nz, name, x, b.get("weight"), b.get("bias"), float(eps), result)
+    if not (isinstance(mean, Ref) and isinstance(var, Ref)):
+        raise unsupported("instance_norm with use_input_stats=False and no running statistics")
+    return _running_stats_norm(nz, name, x, mean, var, b.get("weight"), b.get("bias"), float(eps))
+
+
 def _h_cosine(nz: _Normalizer, name: str, op: str, b: dict, result: Any) -> Ref:
     x1, x2 = b["x1"], b["x2"]
     if nz.shape(x1) != nz.shape(x2):
@@ -921,6 +940,7 @@ _HANDLERS = {
                                 "logsumexp", "norm")},
     **{op: _h_rowwise for op in ("softmax", "log_softmax", "layer_norm", "rms_norm", "group_norm",
                                  "normalize")},
+    "instance_norm": _h_instance_norm,
     "cosine_similarity": _h_cosine,
     **{op: _h_loss for op in ("cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss",
                               "huber_loss", "kl_div", "binary_cross_entropy",
@@ -982,24 +1002,69 @@ def _m_norm(nz, n, module, path, args, kwargs, result):
 def _m_batchnorm(nz, n, module, path, args, kwargs, result):
     if module.training or not module.track_running_stats:
         raise unsupported("batch norm with batch statistics (training mode)")
-    x = args[0]
+    weight, bias = _affine_params(nz, module, path)
+    return _running_stats_norm(nz, n.name, args[0], nz.param(f"{path}.running_mean"),
+                               nz.param(f"{path}.running_var"), weight, bias, float(module.eps))
+
+
+def _affine_params(nz: _Normalizer, module: nn.Module, path: str) -> tuple[Ref | None, Ref | None]:
+    if not getattr(module, "affine", False):
+        return None, None
+    return nz.param(f"{path}.weight"), nz.param(f"{path}.bias")
+
+
+def _running_stats_norm(nz: _Normalizer, name: str, x: Ref, mean: Ref, var: Ref, weight: Ref | None,
+                        bias: Ref | None, eps: float) -> Ref:
+    """(x - mean) / sqrt(var + eps) [* weight + bias] with per-channel (dim 1) statistics known
+    before the call: batch norm in eval mode, instance norm reading its running statistics. It is
+    elementwise, so it fuses into the producer's epilogue."""
     rank = len(nz.shape(x))
+    if rank < 2:
+        raise unsupported(f"{name}: a norm over channels of a {rank}-D input")
     view = "(-1" + ", 1" * (rank - 2) + ")"
 
-    def channel(attr: str) -> Ref:
-        p = nz.param(f"{path}.{attr}")
-        meta = torch.empty(nz.shape(p)[0], *([1] * (rank - 2)), device="meta", dtype=nz.meta(p).dtype)
-        return nz.py(f"{n.name}_{attr}", f"{p.name}.view{view}", meta, alias_of=p.name, args=[p])
+    def channel(ref: Ref, what: str) -> Ref:
+        meta = torch.empty(nz.shape(ref)[0], *([1] * (rank - 2)), device="meta", dtype=nz.meta(ref).dtype)
+        return nz.py(f"{name}_{what}", f"{ref.name}.view{view}", meta, alias_of=ref.name, args=[ref])
 
-    mean, var = channel("running_mean"), channel("running_var")
-    y = nz.pw("sub", [x, mean], base=f"{n.name}_centered")
-    inv = nz.pw("add", [var, float(module.eps)], base=f"{n.name}_var_eps")
-    inv = nz.pw("rsqrt", [inv], base=f"{n.name}_inv_std")
-    y = nz.pw("mul", [y, inv], base=f"{n.name}_normed")
-    if module.affine:
-        y = nz.pw("mul", [y, channel("weight")], base=f"{n.name}_scaled")
-        y = nz.pw("add", [y, channel("bias")], base=n.name)
+    y = nz.pw("sub", [x, channel(mean, "running_mean")], base=f"{name}_centered")
+    inv = nz.pw("add", [channel(var, "running_var"), eps], base=f"{name}_var_eps")
+    inv = nz.pw("rsqrt", [inv], base=f"{name}_inv_std")
+    y = nz.pw("mul", [y, inv], base=f"{name}_normed" if weight is not None or bias is not None else name)
+    if weight is not None:
+        y = nz.pw("mul", [y, channel(weight, "weight")], base=f"{name}_scaled" if bias is not None else name)
+    if bias is not None:
+        y = nz.pw("add", [y, channel(bias, "bias")], base=name)
     return y
+
+
+def _m_instancenorm(nz, n, module, path, args, kwargs, result):
+    """InstanceNorm1d/2d/3d. With batch statistics (track_running_stats=False, or in training mode)
+    it is GroupNorm with one group per channel; in eval mode with running statistics it is the
+    elementwise batch-norm formula."""
+    x = args[0]
+    if len(nz.shape(x)) == module._get_no_batch_dim():
+        raise unsupported(f"{type(module).__name__} of an unbatched input")
+    weight, bias = _affine_params(nz, module, path)
+    if module.track_running_stats and not module.training:
+        return _running_stats_norm(nz, n.name, x, nz.param(f"{path}.running_mean"),
+                                   nz.param(f"{path}.running_var"), weight, bias, float(module.eps))
+    if module.track_running_stats:
+        raise unsupported(f"{type(module).__name__} updating its running statistics (training mode)")
+    return _instance_stats_norm(nz, n.name, x, weight, bias, float(module.eps), result)
+
+
+def _instance_stats_norm(nz: _Normalizer, name: str, x: Ref, weight: Ref | None, bias: Ref | None,
+                         eps: float, result: Any) -> Ref:
+    """Instance norm with each sample's per-channel statistics: a GroupNorm whose group count is the
+    input's channel count, read at run time (an InstanceNorm's num_features need not match it when
+    it has no affine weights: KernelBench level 2's 28_BMM_InstanceNorm normalizes a (B, 1, 1, F)
+    tensor with num_features=F)."""
+    if len(nz.shape(x)) < 3:
+        raise unsupported(f"{name}: instance norm of a {len(nz.shape(x))}-D input (no spatial dims)")
+    channels = nz.py(f"{name}_channels", f"{x.name}.shape[1]", None, args=[x])
+    b = {"input": x, "num_groups": channels, "weight": weight, "bias": bias, "eps": eps}
+    return _h_rowwise(nz, name, "group_norm", b, result)
 
 
 def _m_act(op: str, **attrs_of):
@@ -1058,6 +1123,8 @@ _MODULES: dict[type, Any] = {
     nn.ConvTranspose3d: _m_conv_transpose,
     nn.LayerNorm: _m_norm, nn.RMSNorm: _m_norm, nn.GroupNorm: _m_norm,
     nn.BatchNorm1d: _m_batchnorm, nn.BatchNorm2d: _m_batchnorm, nn.BatchNorm3d: _m_batchnorm,
+    nn.InstanceNorm1d: _m_instancenorm, nn.InstanceNorm2d: _m_instancenorm,
+    nn.InstanceNorm3d: _m_instancenorm,
     nn.ReLU: _m_act("relu"), nn.Sigmoid: _m_act("sigmoid"), nn.Tanh: _m_act("tanh"),
     nn.SiLU: _m_act("silu"), nn.Mish: _m_act("mish"), nn.Hardswish: _m_act("hardswish"),
     nn.Hardsigmoid: _m_act("hardsigmoid"), nn.SELU: _m_act("selu"), nn.ReLU6: _m_act("relu6"),
