@@ -7,6 +7,7 @@ methods, torch.* functions and nn modules that mean the same op all map to one c
 
     input / param     forward arguments; parameters and buffers (by attribute path)
     py                shape arithmetic, views, tuple indexing, an allowed library call
+                      or a 0-d constant `scalar=` (torch.tensor(0.5)), a literal in kernels
     pw                an elementwise op (canonical names in coders/template/ops.py)
     red               a reduction family op over contiguous dims `red=[d0, d1]` of its first arg
     matmul            linear / mm / bmm / matmul (+ bias)
@@ -102,6 +103,7 @@ def trace(task: Task, sizes: dict | None = None) -> Graph:
     with torch.device("meta"):
         model = task.make_model(seed=0, sizes=sizes)
         inputs = task.make_inputs(seed=0, sizes=sizes)
+    before = set(vars(model))
     try:
         with _traceable_factories():
             gm = fx.symbolic_trace(model)
@@ -120,7 +122,10 @@ def trace(task: Task, sizes: dict | None = None) -> Graph:
             _Recorder(gm).run(*inputs)
     except NotImplementedError as err:
         raise unsupported(f"an op with no meta kernel ({err})") from None
-    return _Normalizer(task, gm, results).run()
+    # fx keeps a tensor it meets while tracing (`torch.tensor(self.value)`) as a new attribute of the
+    # model, `_tensor_constant0`: ModelNew, built by the reference's constructor, has none of them
+    made_by_trace = set(vars(model)) - before
+    return _Normalizer(task, gm, results, made_by_trace).run()
 
 
 # Tensor factories take no tensor argument, so fx cannot see a call whose sizes are traced values
@@ -150,8 +155,10 @@ def _traceable_factories():
 
 
 class _Normalizer:
-    def __init__(self, task: Task, gm: fx.GraphModule, results: dict[str, Any]) -> None:
+    def __init__(self, task: Task, gm: fx.GraphModule, results: dict[str, Any],
+                 made_by_trace: set[str]) -> None:
         self.task = task.name
+        self.made_by_trace = made_by_trace  # attributes fx added to the model: tensor constants
         self.library = tuple(task.library_ops)
         self.gm = gm
         self.results = results
@@ -250,7 +257,26 @@ class _Normalizer:
         value = self.gm.get_parameter(path) if _has_param(self.gm, path) else _get_attr(self.gm, path)
         if not isinstance(value, torch.Tensor):
             raise unsupported(f"non-tensor attribute self.{path}")
+        if path in self.made_by_trace:  # ModelNew has no such attribute: the value is taken
+            return self.scalar_constant(path, value, value, "a tensor constant built in forward")
         return self.add(name, "param", attrs={"path": path}, like=value)
+
+    def scalar_constant(self, base: str, value: Any, result: Any, what: str) -> Ref:
+        """A 0-d tensor whose value is a Python number known at trace time (`torch.tensor(0.0,
+        device=x.device)`, `torch.tensor(self.value)`). It stays a tensor in the graph, so `torch.min(x,
+        t)` is still elementwise, and kernels take it as a literal (lower.py, Body.load): the program
+        builds no tensor for it."""
+        if isinstance(value, torch.Tensor) and value.dim() == 0 and not value.is_meta:
+            value = value.item()
+        if not isinstance(value, bool | int | float) or not isinstance(result, torch.Tensor) or \
+                result.dim() != 0 or result.dtype.is_complex:
+            raise unsupported(f"{what} other than a Python number known at trace time")
+        if result.dtype.is_floating_point:
+            value = float(value)
+        else:
+            value = bool(value) if result.dtype == torch.bool else int(value)
+        return self.add(base, "py", attrs={"scalar": value}, like=result,
+                        expr=f"torch.tensor({render(value)}, dtype={result.dtype})")
 
     def map_args(self, args: Any) -> Any:
         if isinstance(args, fx.Node):
@@ -292,6 +318,9 @@ class _Normalizer:
         canonical, params = spec
         if canonical in ("factory", "triu", "tril"):
             return self.constant_tensor(n, canonical, args, kwargs, result)
+        if canonical == "tensor":
+            data = args[0] if args else kwargs.get("data", kwargs.get("s"))
+            return self.scalar_constant(n.name, data, result, f"{n.target.__name__}(...) in forward")
         bound = _bind(canonical, params, args, kwargs)
         if canonical in _VIEWS or (canonical in _PY_ARITH and not _has_tensor(self, args, kwargs)):
             return self.py_call(n, args, kwargs, result, canonical)
@@ -565,6 +594,7 @@ for _view in ("view", "reshape", "flatten", "unflatten", "squeeze", "unsqueeze",
 _reg("getitem", ["*"], operator.getitem)
 for _factory in FACTORIES:
     _reg("factory", ["*"], getattr(torch, _factory))
+_reg("tensor", ["*"], torch.tensor, torch.as_tensor, torch.scalar_tensor)
 _reg("triu", ["*"], torch.triu, ".triu")
 _reg("tril", ["*"], torch.tril, ".tril")
 _reg("getattr", ["*"], getattr)
