@@ -109,6 +109,15 @@ def trace(task: Task, sizes: dict | None = None) -> Graph:
             gm = fx.symbolic_trace(model)
     except Exception as err:  # data-dependent control flow, unsupported Python on proxies, ...
         raise unsupported(f"tracing the reference failed ({type(err).__name__}: {err})") from None
+    # fx keeps a tensor it meets while tracing (`torch.tensor(self.value)`) as a new attribute of the
+    # model, `_tensor_constant0`: ModelNew, built by the reference's constructor, has none of them
+    made_by_trace = set(vars(model)) - before
+    for attr in sorted(made_by_trace):
+        value = getattr(model, attr)
+        if isinstance(value, torch.Tensor) and value.dim() != 0:
+            raise unsupported(f"a {value.dim()}-D tensor constant of the forward (torch.tensor of a list, "
+                              f"a global tensor; the trace kept it as self.{attr}): only a 0-d one is "
+                              "taken, as a literal")
     results: dict[str, Any] = {}
 
     class _Recorder(fx.Interpreter):
@@ -122,9 +131,6 @@ def trace(task: Task, sizes: dict | None = None) -> Graph:
             _Recorder(gm).run(*inputs)
     except NotImplementedError as err:
         raise unsupported(f"an op with no meta kernel ({err})") from None
-    # fx keeps a tensor it meets while tracing (`torch.tensor(self.value)`) as a new attribute of the
-    # model, `_tensor_constant0`: ModelNew, built by the reference's constructor, has none of them
-    made_by_trace = set(vars(model)) - before
     return _Normalizer(task, gm, results, made_by_trace).run()
 
 
