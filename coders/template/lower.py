@@ -50,6 +50,8 @@ def lower(graph: Graph) -> ProgramIR:
                 raise unsupported(arg.what)
         if node.kind == "param":
             ir.steps.append(PyStep(outs=[node.name], expr=f"self.{node.attrs['path']}", uses=[]))
+        elif node.kind == "py" and "scalar" in node.attrs:
+            _check_scalar_uses(graph, node)  # kernels take it as a literal: no step
         elif node.kind == "py":
             ir.steps.append(PyStep(outs=[node.name], expr=node.expr, uses=node.refs(),
                                    alias_of=node.alias_of, library=node.library))
@@ -73,6 +75,21 @@ def lower(graph: Graph) -> ProgramIR:
             raise unsupported(f"node kind {node.kind}")
     ir.patterns = _attention_patterns(graph)
     return ir
+
+
+def _check_scalar_uses(graph: Graph, node: GNode) -> None:
+    """A 0-d constant is a literal in the elementwise ops and reductions that read it; anything else
+    would need the tensor itself (a view of it, the forward's result, a kernel over it alone)."""
+    what = f"torch.tensor({render(node.attrs['scalar'])}) in forward"
+    if node.name in {r.name for r in _refs_in(graph.result)}:
+        raise unsupported(f"{what} returned as a result")
+    for user in graph.users(node.name):
+        tensors = [a for a in user.args if isinstance(a, Ref) and graph.node(a.name).is_tensor]
+        if user.kind not in ("pw", "red") or (user.kind == "red" and user.args[0] == Ref(node.name)):
+            raise unsupported(f"{what} used by a {user.kind} {user.op or user.expr} (only elementwise "
+                              "ops and reductions read it, as a literal)")
+        if all("scalar" in graph.node(t.name).attrs for t in tensors):
+            raise unsupported(f"{what} in an elementwise {user.op} of constants only")
 
 
 def _render_result(result: Any) -> str:
@@ -134,9 +151,12 @@ class Body:
         self.names.add(name)
         return name
 
-    def load(self, value: str, dims: list[int] | None = None) -> str:
-        """Load a tensor (dims default to right-aligned broadcasting) or take a Python scalar."""
+    def load(self, value: str, dims: list[int] | None = None) -> str | bool | int | float:
+        """Load a tensor (dims default to right-aligned broadcasting) or take a Python scalar; a 0-d
+        constant (torch.tensor(0.5) in forward) is its literal value."""
         node = self.graph.node(value)
+        if "scalar" in node.attrs:
+            return node.attrs["scalar"]
         scalar = not node.is_tensor
         if dims is None:
             dims = [] if scalar else broadcast_dims(self.space_shape, list(node.shape))

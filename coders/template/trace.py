@@ -7,6 +7,7 @@ methods, torch.* functions and nn modules that mean the same op all map to one c
 
     input / param     forward arguments; parameters and buffers (by attribute path)
     py                shape arithmetic, views, tuple indexing, an allowed library call
+                      or a 0-d constant `scalar=` (torch.tensor(0.5)), a literal in kernels
     pw                an elementwise op (canonical names in coders/template/ops.py)
     red               a reduction family op over contiguous dims `red=[d0, d1]` of its first arg
     matmul            linear / mm / bmm / matmul (+ bias)
@@ -102,11 +103,21 @@ def trace(task: Task, sizes: dict | None = None) -> Graph:
     with torch.device("meta"):
         model = task.make_model(seed=0, sizes=sizes)
         inputs = task.make_inputs(seed=0, sizes=sizes)
+    before = set(vars(model))
     try:
         with _traceable_factories():
             gm = fx.symbolic_trace(model)
     except Exception as err:  # data-dependent control flow, unsupported Python on proxies, ...
         raise unsupported(f"tracing the reference failed ({type(err).__name__}: {err})") from None
+    # fx keeps a tensor it meets while tracing (`torch.tensor(self.value)`) as a new attribute of the
+    # model, `_tensor_constant0`: ModelNew, built by the reference's constructor, has none of them
+    made_by_trace = set(vars(model)) - before
+    for attr in sorted(made_by_trace):
+        value = getattr(model, attr)
+        if isinstance(value, torch.Tensor) and value.dim() != 0:
+            raise unsupported(f"a {value.dim()}-D tensor constant of the forward (torch.tensor of a list, "
+                              f"a global tensor; the trace kept it as self.{attr}): only a 0-d one is "
+                              "taken, as a literal")
     results: dict[str, Any] = {}
 
     class _Recorder(fx.Interpreter):
@@ -120,7 +131,7 @@ def trace(task: Task, sizes: dict | None = None) -> Graph:
             _Recorder(gm).run(*inputs)
     except NotImplementedError as err:
         raise unsupported(f"an op with no meta kernel ({err})") from None
-    return _Normalizer(task, gm, results).run()
+    return _Normalizer(task, gm, results, made_by_trace).run()
 
 
 # Tensor factories take no tensor argument, so fx cannot see a call whose sizes are traced values
@@ -150,8 +161,10 @@ def _traceable_factories():
 
 
 class _Normalizer:
-    def __init__(self, task: Task, gm: fx.GraphModule, results: dict[str, Any]) -> None:
+    def __init__(self, task: Task, gm: fx.GraphModule, results: dict[str, Any],
+                 made_by_trace: set[str]) -> None:
         self.task = task.name
+        self.made_by_trace = made_by_trace  # attributes fx added to the model: tensor constants
         self.library = tuple(task.library_ops)
         self.gm = gm
         self.results = results
@@ -250,7 +263,26 @@ class _Normalizer:
         value = self.gm.get_parameter(path) if _has_param(self.gm, path) else _get_attr(self.gm, path)
         if not isinstance(value, torch.Tensor):
             raise unsupported(f"non-tensor attribute self.{path}")
+        if path in self.made_by_trace:  # ModelNew has no such attribute: the value is taken
+            return self.scalar_constant(path, value, value, "a tensor constant built in forward")
         return self.add(name, "param", attrs={"path": path}, like=value)
+
+    def scalar_constant(self, base: str, value: Any, result: Any, what: str) -> Ref:
+        """A 0-d tensor whose value is a Python number known at trace time (`torch.tensor(0.0,
+        device=x.device)`, `torch.tensor(self.value)`). It stays a tensor in the graph, so `torch.min(x,
+        t)` is still elementwise, and kernels take it as a literal (lower.py, Body.load): the program
+        builds no tensor for it."""
+        if isinstance(value, torch.Tensor) and value.dim() == 0 and not value.is_meta:
+            value = value.item()
+        if not isinstance(value, bool | int | float) or not isinstance(result, torch.Tensor) or \
+                result.dim() != 0 or result.dtype.is_complex:
+            raise unsupported(f"{what} other than a Python number known at trace time")
+        if result.dtype.is_floating_point:
+            value = float(value)
+        else:
+            value = bool(value) if result.dtype == torch.bool else int(value)
+        return self.add(base, "py", attrs={"scalar": value}, like=result,
+                        expr=f"torch.tensor({render(value)}, dtype={result.dtype})")
 
     def map_args(self, args: Any) -> Any:
         if isinstance(args, fx.Node):
@@ -292,6 +324,9 @@ class _Normalizer:
         canonical, params = spec
         if canonical in ("factory", "triu", "tril"):
             return self.constant_tensor(n, canonical, args, kwargs, result)
+        if canonical == "tensor":
+            data = args[0] if args else kwargs.get("data", kwargs.get("s"))
+            return self.scalar_constant(n.name, data, result, f"{n.target.__name__}(...) in forward")
         bound = _bind(canonical, params, args, kwargs)
         if canonical in _VIEWS or (canonical in _PY_ARITH and not _has_tensor(self, args, kwargs)):
             return self.py_call(n, args, kwargs, result, canonical)
@@ -521,6 +556,8 @@ _reg("log_softmax", _X + ["dim", "dtype"], torch.log_softmax, ".log_softmax")
 _reg("layer_norm", _X + ["normalized_shape", "weight", "bias", "eps"], F.layer_norm)
 _reg("rms_norm", _X + ["normalized_shape", "weight", "eps"], F.rms_norm)
 _reg("group_norm", _X + ["num_groups", "weight", "bias", "eps"], F.group_norm)
+_reg("instance_norm", _X + ["running_mean", "running_var", "weight", "bias", "use_input_stats",
+                            "momentum", "eps"], F.instance_norm)
 _reg("normalize", _X + ["p", "dim", "eps"], F.normalize)
 _reg("cosine_similarity", ["x1", "x2", "dim", "eps"], F.cosine_similarity, torch.cosine_similarity)
 _reg("cross_entropy", _X + ["target", "weight", "size_average", "ignore_index", "reduce",
@@ -563,6 +600,7 @@ for _view in ("view", "reshape", "flatten", "unflatten", "squeeze", "unsqueeze",
 _reg("getitem", ["*"], operator.getitem)
 for _factory in FACTORIES:
     _reg("factory", ["*"], getattr(torch, _factory))
+_reg("tensor", ["*"], torch.tensor, torch.as_tensor, torch.scalar_tensor)
 _reg("triu", ["*"], torch.triu, ".triu")
 _reg("tril", ["*"], torch.tril, ".tril")
 _reg("getattr", ["*"], getattr)
@@ -767,6 +805,23 @@ def _h_rowwise(nz: _Normalizer, name: str, op: str, b: dict, result: Any) -> Ref
     raise unsupported(f"op {op}")
 
 
+def _h_instance_norm(nz: _Normalizer, name: str, op: str, b: dict, result: Any) -> Ref:
+    """F.instance_norm. With use_input_stats (the default) and running statistics given it would also
+    update them in place, a side effect a kernel does not reproduce: refused."""
+    x, mean, var = b["input"], b.get("running_mean"), b.get("running_var")
+    use_input_stats = b.get("use_input_stats", True)
+    eps = b.get("eps", 1e-5)
+    if not isinstance(use_input_stats, bool) or isinstance(eps, Ref):
+        raise unsupported("instance_norm with a computed use_input_stats or eps")
+    if use_input_stats and (mean is not None or var is not None):
+        raise unsupported("instance_norm updating running statistics (use_input_stats=True)")
+    if use_input_stats:
+        return _instance_stats_norm(nz, name, x, b.get("weight"), b.get("bias"), float(eps), result)
+    if not (isinstance(mean, Ref) and isinstance(var, Ref)):
+        raise unsupported("instance_norm with use_input_stats=False and no running statistics")
+    return _running_stats_norm(nz, name, x, mean, var, b.get("weight"), b.get("bias"), float(eps))
+
+
 def _h_cosine(nz: _Normalizer, name: str, op: str, b: dict, result: Any) -> Ref:
     x1, x2 = b["x1"], b["x2"]
     if nz.shape(x1) != nz.shape(x2):
@@ -921,6 +976,7 @@ _HANDLERS = {
                                 "logsumexp", "norm")},
     **{op: _h_rowwise for op in ("softmax", "log_softmax", "layer_norm", "rms_norm", "group_norm",
                                  "normalize")},
+    "instance_norm": _h_instance_norm,
     "cosine_similarity": _h_cosine,
     **{op: _h_loss for op in ("cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss",
                               "huber_loss", "kl_div", "binary_cross_entropy",
@@ -982,24 +1038,69 @@ def _m_norm(nz, n, module, path, args, kwargs, result):
 def _m_batchnorm(nz, n, module, path, args, kwargs, result):
     if module.training or not module.track_running_stats:
         raise unsupported("batch norm with batch statistics (training mode)")
-    x = args[0]
+    weight, bias = _affine_params(nz, module, path)
+    return _running_stats_norm(nz, n.name, args[0], nz.param(f"{path}.running_mean"),
+                               nz.param(f"{path}.running_var"), weight, bias, float(module.eps))
+
+
+def _affine_params(nz: _Normalizer, module: nn.Module, path: str) -> tuple[Ref | None, Ref | None]:
+    if not getattr(module, "affine", False):
+        return None, None
+    return nz.param(f"{path}.weight"), nz.param(f"{path}.bias")
+
+
+def _running_stats_norm(nz: _Normalizer, name: str, x: Ref, mean: Ref, var: Ref, weight: Ref | None,
+                        bias: Ref | None, eps: float) -> Ref:
+    """(x - mean) / sqrt(var + eps) [* weight + bias] with per-channel (dim 1) statistics known
+    before the call: batch norm in eval mode, instance norm reading its running statistics. It is
+    elementwise, so it fuses into the producer's epilogue."""
     rank = len(nz.shape(x))
+    if rank < 2:
+        raise unsupported(f"{name}: a norm over channels of a {rank}-D input")
     view = "(-1" + ", 1" * (rank - 2) + ")"
 
-    def channel(attr: str) -> Ref:
-        p = nz.param(f"{path}.{attr}")
-        meta = torch.empty(nz.shape(p)[0], *([1] * (rank - 2)), device="meta", dtype=nz.meta(p).dtype)
-        return nz.py(f"{n.name}_{attr}", f"{p.name}.view{view}", meta, alias_of=p.name, args=[p])
+    def channel(ref: Ref, what: str) -> Ref:
+        meta = torch.empty(nz.shape(ref)[0], *([1] * (rank - 2)), device="meta", dtype=nz.meta(ref).dtype)
+        return nz.py(f"{name}_{what}", f"{ref.name}.view{view}", meta, alias_of=ref.name, args=[ref])
 
-    mean, var = channel("running_mean"), channel("running_var")
-    y = nz.pw("sub", [x, mean], base=f"{n.name}_centered")
-    inv = nz.pw("add", [var, float(module.eps)], base=f"{n.name}_var_eps")
-    inv = nz.pw("rsqrt", [inv], base=f"{n.name}_inv_std")
-    y = nz.pw("mul", [y, inv], base=f"{n.name}_normed")
-    if module.affine:
-        y = nz.pw("mul", [y, channel("weight")], base=f"{n.name}_scaled")
-        y = nz.pw("add", [y, channel("bias")], base=n.name)
+    y = nz.pw("sub", [x, channel(mean, "running_mean")], base=f"{name}_centered")
+    inv = nz.pw("add", [channel(var, "running_var"), eps], base=f"{name}_var_eps")
+    inv = nz.pw("rsqrt", [inv], base=f"{name}_inv_std")
+    y = nz.pw("mul", [y, inv], base=f"{name}_normed" if weight is not None or bias is not None else name)
+    if weight is not None:
+        y = nz.pw("mul", [y, channel(weight, "weight")], base=f"{name}_scaled" if bias is not None else name)
+    if bias is not None:
+        y = nz.pw("add", [y, channel(bias, "bias")], base=name)
     return y
+
+
+def _m_instancenorm(nz, n, module, path, args, kwargs, result):
+    """InstanceNorm1d/2d/3d. With batch statistics (track_running_stats=False, or in training mode)
+    it is GroupNorm with one group per channel; in eval mode with running statistics it is the
+    elementwise batch-norm formula."""
+    x = args[0]
+    if len(nz.shape(x)) == module._get_no_batch_dim():
+        raise unsupported(f"{type(module).__name__} of an unbatched input")
+    weight, bias = _affine_params(nz, module, path)
+    if module.track_running_stats and not module.training:
+        return _running_stats_norm(nz, n.name, x, nz.param(f"{path}.running_mean"),
+                                   nz.param(f"{path}.running_var"), weight, bias, float(module.eps))
+    if module.track_running_stats:
+        raise unsupported(f"{type(module).__name__} updating its running statistics (training mode)")
+    return _instance_stats_norm(nz, n.name, x, weight, bias, float(module.eps), result)
+
+
+def _instance_stats_norm(nz: _Normalizer, name: str, x: Ref, weight: Ref | None, bias: Ref | None,
+                         eps: float, result: Any) -> Ref:
+    """Instance norm with each sample's per-channel statistics: a GroupNorm whose group count is the
+    input's channel count, read at run time (an InstanceNorm's num_features need not match it when
+    it has no affine weights: KernelBench level 2's 28_BMM_InstanceNorm normalizes a (B, 1, 1, F)
+    tensor with num_features=F)."""
+    if len(nz.shape(x)) < 3:
+        raise unsupported(f"{name}: instance norm of a {len(nz.shape(x))}-D input (no spatial dims)")
+    channels = nz.py(f"{name}_channels", f"{x.name}.shape[1]", None, args=[x])
+    b = {"input": x, "num_groups": channels, "weight": weight, "bias": bias, "eps": eps}
+    return _h_rowwise(nz, name, "group_norm", b, result)
 
 
 def _m_act(op: str, **attrs_of):
@@ -1058,6 +1159,8 @@ _MODULES: dict[type, Any] = {
     nn.ConvTranspose3d: _m_conv_transpose,
     nn.LayerNorm: _m_norm, nn.RMSNorm: _m_norm, nn.GroupNorm: _m_norm,
     nn.BatchNorm1d: _m_batchnorm, nn.BatchNorm2d: _m_batchnorm, nn.BatchNorm3d: _m_batchnorm,
+    nn.InstanceNorm1d: _m_instancenorm, nn.InstanceNorm2d: _m_instancenorm,
+    nn.InstanceNorm3d: _m_instancenorm,
     nn.ReLU: _m_act("relu"), nn.Sigmoid: _m_act("sigmoid"), nn.Tanh: _m_act("tanh"),
     nn.SiLU: _m_act("silu"), nn.Mish: _m_act("mish"), nn.Hardswish: _m_act("hardswish"),
     nn.Hardsigmoid: _m_act("hardsigmoid"), nn.SELU: _m_act("selu"), nn.ReLU6: _m_act("relu6"),

@@ -638,3 +638,193 @@ def test_row_blocks_follow_the_kernel_form_until_a_tile_step():
     assert "BLOCK = min(triton.next_power_of_2(n_cols), 8192)" in sums.source
     channels = coder.apply(load_task("softmax_channels_fp16"), None, PORT)
     assert "BLOCK_M = min(triton.next_power_of_2(n_red), 128)" in channels.source
+
+
+# --------------------------------------------------------------------------------------------------
+# instance norm and torch.tensor constants (own small tasks: odd sizes, a second size where the
+# program reads a size-dependent value at run time)
+# --------------------------------------------------------------------------------------------------
+
+INSTANCE_NORM_SOURCE = '''
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+B, C, S = 2, 3, 5
+
+
+class Model(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.norm = nn.InstanceNorm{nd}d(channels, {args})
+        if self.norm.affine:
+            nn.init.normal_(self.norm.weight)
+            nn.init.normal_(self.norm.bias)
+        if self.norm.track_running_stats:
+            self.norm.running_mean.normal_(0.0, 0.5)
+            self.norm.running_var.uniform_(0.25, 2.0)
+
+    def forward(self, x):
+        return {forward}
+
+
+def get_inputs():
+    return [torch.randn(B, C, {spatial}) * 3 + 1]
+
+
+def get_init_inputs():
+    return [C]
+
+
+MTMC = {{"cpu_sizes": [{{"B": 2, "C": 3, "S": 5}}, {{"B": 1, "C": 4, "S": 6}}]}}
+'''
+INSTANCE_SPATIAL = {1: "S + 2", 2: "S, S + 2", 3: "S - 2, S, S - 1"}
+
+
+def instance_norm_task(nd: int, args: str = "", forward: str = "F.silu(self.norm(x)) * 0.5") -> Task:
+    source = INSTANCE_NORM_SOURCE.format(nd=nd, args=args, forward=forward, spatial=INSTANCE_SPATIAL[nd])
+    return Task(name=f"instance_norm{nd}d", source=source)
+
+
+@pytest.mark.parametrize("nd, args", [(1, ""), (2, "affine=True, eps=1e-3"), (3, "affine=True"),
+                                      (2, "affine=True, track_running_stats=True")])
+def test_instance_norm_matches_pytorch(nd, args, tmp_path):
+    """Per-sample per-channel statistics are GroupNorm with one group per channel (one reduce kernel,
+    the SiLU fused into it); in eval mode with running statistics it is elementwise."""
+    task = instance_norm_task(nd, args)
+    program = fully_fused(task)
+    kinds = [k.kind for k in ProgramIR.from_dict(program.metadata["template_ir"]).kernels()]
+    assert kinds == (["pointwise"] if "track_running_stats" in args else ["reduce"])
+    check(task, program, tmp_path)
+    if nd == 3:  # rows longer than a block: the looped passes
+        check(task, with_small_blocks(task, program, block=16, block_m=4), tmp_path, tag="looped")
+
+
+def test_instance_norm_of_a_reshaped_row_reads_its_channel_count_at_run_time(tmp_path):
+    """KernelBench level 2's 28_BMM_InstanceNorm: InstanceNorm2d(F) of a (B, 1, 1, F) tensor. With no
+    affine weights num_features is not checked: the statistics are over the one channel's F values."""
+    row = "x.flatten(1)"
+    task = instance_norm_task(2, forward=f"self.norm({row}.unsqueeze(1).unsqueeze(1)).flatten(1) + {row}")
+    check(task, coder.apply(task, None, PORT), tmp_path)
+
+
+def test_functional_instance_norm_matches_pytorch(tmp_path):
+    task = instance_norm_task(2, "affine=True", forward="F.instance_norm(x, weight=self.norm.weight, "
+                              "bias=self.norm.bias, eps=1e-4)")
+    check(task, coder.apply(task, None, PORT), tmp_path)
+
+
+@pytest.mark.parametrize("args, forward, match", [
+    ("", "self.norm(x[0])", "unbatched"),
+    ("track_running_stats=True", "F.instance_norm(x, self.norm.running_mean, self.norm.running_var)",
+     "updating running statistics"),
+])
+def test_instance_norm_refusals_are_clear(args, forward, match):
+    with pytest.raises(CoderError, match=match):
+        coder.apply(instance_norm_task(2, args, forward), None, PORT)
+
+
+CONV_INSTANCE_NORM = '''
+import torch
+import torch.nn as nn
+
+B, C_IN, C_OUT, D, H, W = 2, 3, 5, 5, 7, 6
+
+
+class Model(nn.Module):
+    def __init__(self, c_in, c_out):
+        super().__init__()
+        self.conv = nn.Conv3d(c_in, c_out, 3, padding=1)
+        self.multiplier = nn.Parameter(torch.randn(c_out, 1, 1, 1))
+        self.norm = nn.InstanceNorm3d(c_out, affine=True)
+        nn.init.normal_(self.norm.weight)
+
+    def forward(self, x):
+        x = self.norm(self.conv(x) * self.multiplier)
+        return torch.clamp(x, -1.0, 1.0) * self.multiplier
+
+
+def get_inputs():
+    return [torch.randn(B, C_IN, D, H, W)]
+
+
+def get_init_inputs():
+    return [C_IN, C_OUT]
+
+
+MTMC = {"cpu_sizes": [{"B": 2, "C_IN": 3, "C_OUT": 5, "D": 5, "H": 7, "W": 6}]}
+'''
+
+
+def test_instance_norm_after_a_conv_takes_its_producer_and_consumer_in_two_kernels(tmp_path):
+    """As KernelBench level 2's 79_Conv3d_Multiply_InstanceNorm: the multiply fuses into the conv's
+    epilogue, the clamp and the second multiply into the norm."""
+    task = Task(name="conv3d_instance_norm", source=CONV_INSTANCE_NORM)
+    program = fully_fused(task)
+    assert [k.kind for k in ProgramIR.from_dict(program.metadata["template_ir"]).kernels()] == \
+        ["conv", "reduce"]
+    check(task, program, tmp_path)
+
+
+SCALAR_TENSOR_SOURCE = '''
+import torch
+import torch.nn as nn
+
+B, C_IN, C_OUT, S = 2, 3, 5, 7
+
+
+class Model(nn.Module):
+    def __init__(self, c_in, c_out, constant):
+        super().__init__()
+        self.conv = nn.Conv2d(c_in, c_out, 3)
+        self.constant = constant
+
+    def forward(self, x):
+        x = self.conv(x)
+        {body}
+        return x
+
+
+def get_inputs():
+    return [torch.randn(B, C_IN, S, S + 2)]
+
+
+def get_init_inputs():
+    return [C_IN, C_OUT, 0.25]
+
+
+MTMC = {{"cpu_sizes": [{{"B": 2, "C_IN": 3, "C_OUT": 5, "S": 7}}, {{"B": 1, "C_IN": 2, "C_OUT": 3, "S": 6}}]}}
+'''
+
+
+def scalar_tensor_task(body: str) -> Task:
+    return Task(name="conv_scalar_tensor", source=SCALAR_TENSOR_SOURCE.format(body=body))
+
+
+@pytest.mark.parametrize("body", [
+    "x = torch.min(x, torch.tensor(0.0, device=x.device))",  # a traced call (83, 93 of level 2)
+    "x = torch.min(x, torch.tensor(self.constant)) * torch.tensor(3)",  # fx constants (31 of level 2)
+    "x = torch.where(x > torch.tensor(self.constant), x, torch.tensor(-1.5, dtype=torch.float64))",
+])
+def test_torch_tensor_of_a_number_is_a_literal_in_the_fused_epilogue(body, tmp_path):
+    """torch.tensor(number) in forward: kernels take the value as a literal, the program builds no
+    tensor for it and reads no attribute fx made while tracing (`self._tensor_constant0`)."""
+    task = scalar_tensor_task(body)
+    port = coder.apply(task, None, PORT)
+    check(task, port, tmp_path, tag="port")
+    program = fully_fused(task)
+    assert [k.kind for k in ProgramIR.from_dict(program.metadata["template_ir"]).kernels()] == ["conv"]
+    forward = program.source[program.source.index("class ModelNew"):]
+    assert "tensor(" not in forward and "_tensor_constant" not in program.source
+    check(task, program, tmp_path, tag="fused")
+
+
+@pytest.mark.parametrize("body, match", [
+    ("x = x + torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0])", "1-D tensor constant"),
+    ("x = x * torch.tensor(1 + 2j, device=x.device)", "other than a Python number"),
+    ("x = x + torch.tensor(2.0, device=x.device) * 3", "constants only"),
+    ("x = x.sum() + torch.tensor(1.0, device=x.device).view(1)", "used by a py"),
+])
+def test_torch_tensor_refusals_are_clear(body, match):
+    with pytest.raises(CoderError, match=match):
+        coder.apply(scalar_tensor_task(body), None, PORT)
