@@ -13,7 +13,10 @@ kernel extent, as PyTorch does (the extra element of an odd total goes after the
 
 Two forms (the traced shapes choose, both are correct at every size):
   gemm    implicit GEMM per group: output pixels x output channels tiles, K = C_in/groups x the
-          kernel volume, the im2col gather done by address arithmetic in the K loop.
+          kernel volume, the im2col gather done by address arithmetic in the K loop. Its K loop
+          walks kernel taps outside and channel blocks inside ("k_loop": "taps") where a group
+          has at least 16 input channels (a dot's smallest K block), else the flat K index
+          ("flat": a 3-channel input layer would pad each tap's block of 16 with 13 zeros).
   direct  every output channel reads one input channel (depthwise: C_in/groups == 1). A dot tile
           needs K >= 16 and N >= 16 per group; here K is the kernel volume (9 for 3x3) and N the
           channel multiplier (usually 1), so a GEMM tile would be >= 15/16 padding and one group
@@ -93,17 +96,28 @@ def lower_conv(graph: Graph, ir: ProgramIR, node: GNode) -> Kernel:
     space = {"input": x.name, "weight": w.name, "op": node.op, "form": form, "stride": stride,
              "padding": padding, "dilation": dilation, "traced": out_shape,
              "dtype": str(dtype).removeprefix("torch.")}
+    config = port_config(form, dtype, out_shape[1] // a["groups"], per_group_in)
     return Kernel(name=node.name, kind="conv", space=space, operands=operands, body=body,
-                  outputs=[output], config=port_config(form, dtype, out_shape[1] // a["groups"]))
+                  outputs=[output], config=config)
 
 
-def port_config(form: str, dtype: torch.dtype, out_per_group: int) -> dict[str, Any]:
+def port_config(form: str, dtype: torch.dtype, out_per_group: int, in_per_group: int) -> dict[str, Any]:
     if form == "direct":
         return dict(DIRECT_CONFIG)
     config = dict(CONV_CONFIG_16 if dtype in HALF else CONV_CONFIG)
     # a tile no wider than the group's output channels (a dot needs at least 16)
-    config["BLOCK_N"] = min(config["BLOCK_N"], max(16, 1 << (out_per_group - 1).bit_length()))
+    config["BLOCK_N"] = min(config["BLOCK_N"], _pow2_at_least_16(out_per_group))
+    if in_per_group >= 16:
+        # a channel block no deeper than the group's input channels, so few lanes are padding
+        config["k_loop"] = "taps"
+        config["BLOCK_K"] = min(config["BLOCK_K"], _pow2_at_least_16(in_per_group))
+    else:
+        config["k_loop"] = "flat"
     return config
+
+
+def _pow2_at_least_16(n: int) -> int:
+    return max(16, 1 << (n - 1).bit_length())
 
 
 # --------------------------------------------------------------------------------------------------

@@ -94,6 +94,51 @@ def test_conv_geometry_matches_pytorch(nd, kernel, args, sizes, tmp_path):
     check(task, program, tmp_path)
 
 
+# Groups of 17 to 20 input channels: two channel blocks of 16 per tap, the second partly masked
+WIDE = [
+    (2, 3, "stride=2, padding=1, dilation=2", [{"B": 2, "C_IN": 18, "C_OUT": 5, "S": 7}]),
+    (1, 4, "padding='same', groups=2, bias=False", [{"B": 1, "C_IN": 40, "C_OUT": 6, "S": 5}]),
+    (3, (2, 3, 1), "stride=(2, 1, 1), padding=(0, 1, 1), dilation=(1, 1, 2)",
+     [{"B": 1, "C_IN": 17, "C_OUT": 3, "S": 8}]),
+]
+GEMM_GEOMETRIES = GEOMETRIES + GROUPED[:1] + WIDE  # the implicit-GEMM ones (GROUPED[1:] are direct)
+
+
+def configured(task: Task, **config) -> Program:
+    """The port with the conv kernel's configuration overridden."""
+    ir = ProgramIR.from_dict(coder.apply(task, None, PORT).metadata["template_ir"])
+    ir.kernels()[0].config.update(config)
+    return Program(generate(task, ir))
+
+
+@pytest.mark.parametrize("nd, kernel, args, sizes", GEMM_GEOMETRIES)
+def test_tap_loop_matches_pytorch_at_odd_sizes(nd, kernel, args, sizes, tmp_path):
+    """The taps-outside K loop over every geometry, with blocks of 16: several pixel, channel
+    and channel-block tiles, masked rows at the padding and masked channels past C_in/groups."""
+    program = configured(geometry_task(nd, kernel, args, sizes), k_loop="taps", BLOCK_M=16, BLOCK_N=16,
+                         BLOCK_K=16)
+    assert "c_blocks = tl.cdiv(CIG, BLOCK_K)" in program.source
+    assert "k % CIG" not in program.source  # no per-element div/mod in the tap loop
+    check(geometry_task(nd, kernel, args, sizes), program, tmp_path)
+
+
+@pytest.mark.parametrize("nd, kernel, args, sizes", WIDE)
+def test_flat_loop_matches_pytorch_with_several_channel_blocks(nd, kernel, args, sizes, tmp_path):
+    task = geometry_task(nd, kernel, args, sizes)
+    program = configured(task, k_loop="flat", BLOCK_M=16, BLOCK_N=16, BLOCK_K=16)
+    assert "chan = k % CIG" in program.source
+    check(task, program, tmp_path)
+
+
+def test_port_takes_the_tap_loop_for_wide_groups_and_the_flat_loop_for_narrow_ones():
+    loops = {}
+    for nd, kernel, args, sizes in GEOMETRIES[:1] + WIDE[:2]:
+        (conv,) = kernels(coder.apply(geometry_task(nd, kernel, args, sizes), None, PORT))
+        loops[sizes[0]["C_IN"]] = (conv.config["k_loop"], conv.config["BLOCK_K"])
+    # 3 channels: flat; 18 and 20 per group: taps, a block of 32 at most (BLOCK_K >= 16 for a dot)
+    assert loops == {3: ("flat", 32), 18: ("taps", 32), 40: ("taps", 32)}
+
+
 def test_depthwise_conv_takes_the_direct_form_and_others_the_implicit_gemm():
     forms = {}
     for nd, kernel, args, sizes in GROUPED[:3]:
