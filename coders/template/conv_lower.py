@@ -16,7 +16,9 @@ Two forms (the traced shapes choose, both are correct at every size):
           kernel volume, the im2col gather done by address arithmetic in the K loop. Its K loop
           walks kernel taps outside and channel blocks inside ("k_loop": "taps") where a group
           has at least 16 input channels (a dot's smallest K block), else the flat K index
-          ("flat": a 3-channel input layer would pad each tap's block of 16 with 13 zeros).
+          ("flat": a 3-channel input layer would pad each tap's block of 16 with 13 zeros). The
+          taps loop reads a channels-last copy of the input ("channels_last"), so that a tile
+          row's channel block is one contiguous vector load.
   direct  every output channel reads one input channel (depthwise: C_in/groups == 1). A dot tile
           needs K >= 16 and N >= 16 per group; here K is the kernel volume (9 for 3x3) and N the
           channel multiplier (usually 1), so a GEMM tile would be >= 15/16 padding and one group
@@ -47,6 +49,12 @@ CONV_OPS = ("conv1d", "conv2d", "conv3d")
 CONV_CONFIG = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4, "num_stages": 2,
                "precision": "ieee"}
 CONV_CONFIG_16 = {**CONV_CONFIG, "BLOCK_M": 128, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3}
+# The taps loop on a channels-last input: 256 x 64 tiles, 8 warps and 4 stages were the fastest of
+# the probe's fp32 (TF32) tiles on an H100 for KernelBench level-1 2d/1d convs and level-2 conv +
+# epilogue tasks (benchmarks/probes/2026-11-26-conv, 2026-11-26: 0.6-0.8x of cuDNN with TF32 where
+# 64 x 64 tiles ran 0.3-0.5x).
+TAPS_CONFIG = {**CONV_CONFIG, "BLOCK_M": 256, "num_warps": 8, "num_stages": 4, "channels_last": True}
+TAPS_CONFIG_16 = {**CONV_CONFIG_16, "channels_last": True}
 DIRECT_CONFIG = {"BLOCK_M": 64, "BLOCK_N": 32, "num_warps": 4, "num_stages": 2}
 HALF = (torch.float16, torch.bfloat16)
 
@@ -104,15 +112,14 @@ def lower_conv(graph: Graph, ir: ProgramIR, node: GNode) -> Kernel:
 def port_config(form: str, dtype: torch.dtype, out_per_group: int, in_per_group: int) -> dict[str, Any]:
     if form == "direct":
         return dict(DIRECT_CONFIG)
-    config = dict(CONV_CONFIG_16 if dtype in HALF else CONV_CONFIG)
-    # a tile no wider than the group's output channels (a dot needs at least 16)
-    config["BLOCK_N"] = min(config["BLOCK_N"], _pow2_at_least_16(out_per_group))
     if in_per_group >= 16:
+        config = dict(TAPS_CONFIG_16 if dtype in HALF else TAPS_CONFIG, k_loop="taps")
         # a channel block no deeper than the group's input channels, so few lanes are padding
-        config["k_loop"] = "taps"
         config["BLOCK_K"] = min(config["BLOCK_K"], _pow2_at_least_16(in_per_group))
     else:
-        config["k_loop"] = "flat"
+        config = dict(CONV_CONFIG_16 if dtype in HALF else CONV_CONFIG, k_loop="flat")
+    # a tile no wider than the group's output channels (a dot needs at least 16)
+    config["BLOCK_N"] = min(config["BLOCK_N"], _pow2_at_least_16(out_per_group))
     return config
 
 

@@ -113,13 +113,23 @@ def configured(task: Task, **config) -> Program:
 
 @pytest.mark.parametrize("nd, kernel, args, sizes", GEMM_GEOMETRIES)
 def test_tap_loop_matches_pytorch_at_odd_sizes(nd, kernel, args, sizes, tmp_path):
-    """The taps-outside K loop over every geometry, with blocks of 16: several pixel, channel
-    and channel-block tiles, masked rows at the padding and masked channels past C_in/groups."""
-    program = configured(geometry_task(nd, kernel, args, sizes), k_loop="taps", BLOCK_M=16, BLOCK_N=16,
-                         BLOCK_K=16)
+    """The taps-outside K loop on a channels-last input (the port's choice for wide groups) over
+    every geometry, with blocks of 16: several pixel, channel and channel-block tiles, masked rows
+    at the padding and masked channels past C_in/groups."""
+    task = geometry_task(nd, kernel, args, sizes)
+    program = configured(task, k_loop="taps", channels_last=True, BLOCK_M=16, BLOCK_N=16, BLOCK_K=16)
     assert "c_blocks = tl.cdiv(CIG, BLOCK_K)" in program.source
+    assert "permute(0, " in program.source  # the channels-last copy of the input
     assert "k % CIG" not in program.source  # no per-element div/mod in the tap loop
-    check(geometry_task(nd, kernel, args, sizes), program, tmp_path)
+    check(task, program, tmp_path)
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("nd, kernel, args, sizes", WIDE)
+def test_tap_loop_on_either_input_layout_matches_pytorch(nd, kernel, args, sizes, channels_last, tmp_path):
+    task = geometry_task(nd, kernel, args, sizes)
+    program = configured(task, k_loop="taps", channels_last=channels_last, BLOCK_M=16, BLOCK_N=16, BLOCK_K=16)
+    check(task, program, tmp_path)
 
 
 @pytest.mark.parametrize("nd, kernel, args, sizes", WIDE)
@@ -134,9 +144,11 @@ def test_port_takes_the_tap_loop_for_wide_groups_and_the_flat_loop_for_narrow_on
     loops = {}
     for nd, kernel, args, sizes in GEOMETRIES[:1] + WIDE[:2]:
         (conv,) = kernels(coder.apply(geometry_task(nd, kernel, args, sizes), None, PORT))
-        loops[sizes[0]["C_IN"]] = (conv.config["k_loop"], conv.config["BLOCK_K"])
-    # 3 channels: flat; 18 and 20 per group: taps, a block of 32 at most (BLOCK_K >= 16 for a dot)
-    assert loops == {3: ("flat", 32), 18: ("taps", 32), 40: ("taps", 32)}
+        loops[sizes[0]["C_IN"]] = (conv.config["k_loop"], conv.config.get("channels_last", False),
+                                   conv.config["BLOCK_K"])
+    # 3 channels: flat on the NC* input; 18 and 20 per group: taps on a channels-last copy, a
+    # channel block of 32 at most (BLOCK_K >= 16 for a dot)
+    assert loops == {3: ("flat", False, 32), 18: ("taps", True, 32), 40: ("taps", True, 32)}
 
 
 def test_depthwise_conv_takes_the_direct_form_and_others_the_implicit_gemm():

@@ -87,12 +87,17 @@ def fused_ir(coder: TemplateCoder, task: Task) -> ProgramIR:
     return ProgramIR.from_dict(program.metadata["template_ir"])
 
 
+DIRECT_KEYS = ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages")
+
+
 def configure(ir: ProgramIR, overrides: dict[str, Any]) -> tuple[ProgramIR, list[dict]]:
-    """A copy of `ir` with the overrides on every implicit-GEMM conv kernel; their configs."""
+    """A copy of `ir` with the overrides on every conv kernel (on a direct-form kernel, only those
+    it has: tiles, warps, stages); the conv kernels' configs."""
     ir = ProgramIR.from_dict(ir.to_dict())
-    convs = [k for k in ir.kernels() if k.kind == "conv" and k.space["form"] == "gemm"]
+    convs = [k for k in ir.kernels() if k.kind == "conv"]
     for kernel in convs:
-        kernel.config.update(overrides)
+        direct = kernel.space["form"] == "direct"
+        kernel.config.update({k: v for k, v in overrides.items() if not direct or k in DIRECT_KEYS})
         kernel.config.pop("autotune", None)
         fits = steps.smem_bytes(ir, kernel) <= steps.SMEM_BYTES
         if not fits:
