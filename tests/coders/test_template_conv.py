@@ -186,15 +186,76 @@ def test_sampled_legal_steps_of_the_conv_menu_match(name, tmp_path):
         check(task, coder.apply(task, program, strategy), tmp_path, tag=f"s{i}")
 
 
-def test_fp32_conv_starts_ieee_and_takes_the_precision_steps():
+def test_fp32_conv_starts_tf32_as_eager_cudnn_does_and_takes_the_precision_steps():
+    """cuDNN runs fp32 convolutions on TF32 by default, so a conv kernel may, though the task
+    lists no reduced precision (steps.tf32_allowed)."""
     task = load_task(TASKS / "conv2d_bias_relu.py")
+    assert "tf32" not in task.precisions
     program = coder.apply(task, None, PORT)
-    assert kernels(program)[0].config["precision"] == "ieee"
+    assert kernels(program)[0].config["precision"] == "tf32"
+    assert 'input_precision="tf32"' in program.source
     legal = coder.legal_strategies(task, program)
-    assert Strategy.parse("precision tf32x3") in legal
-    assert Strategy.parse("precision tf32") not in legal  # the task does not allow tf32
+    assert {Strategy.parse("precision ieee"), Strategy.parse("precision tf32x3")} <= set(legal)
     tuned = coder.apply(task, program, Strategy.parse("precision tf32x3"))
     assert 'input_precision="tf32x3"' in tuned.source
+    assert Strategy.parse("precision tf32") in coder.legal_strategies(task, tuned)
+
+
+def test_matmuls_stay_strict_unless_the_task_allows_tf32():
+    """Eager matmuls run strict fp32 (torch.backends.cuda.matmul.allow_tf32 is False)."""
+    task = load_task(Path(__file__).parent / "tasks" / "linear_gelu.py")
+    assert "tf32" not in task.precisions
+    program = coder.apply(task, None, PORT)
+    assert {k.config.get("precision") for k in kernels(program) if k.kind == "matmul"} == {"ieee"}
+    legal = coder.legal_strategies(task, program)
+    assert Strategy.parse("precision tf32x3") in legal
+    assert Strategy.parse("precision tf32") not in legal
+    with pytest.raises(CoderError, match="does not allow tf32"):
+        coder.apply(task, program, Strategy.parse("precision tf32"))
+    source = task.source.replace("MTMC = {", 'MTMC = {"precision": ["tf32"], ')
+    allowing = Task(name="linear_gelu_tf32", source=source)
+    assert allowing.precisions == ("tf32",)
+    port = coder.apply(allowing, None, PORT)
+    assert Strategy.parse("precision tf32") in coder.legal_strategies(allowing, port)
+
+
+CONV_LINEAR_SOURCE = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.fc = nn.Linear(4 * 5 * 5, 6)
+
+    def forward(self, x):
+        return self.fc(torch.relu(self.conv(x)).flatten(1))
+
+
+def get_inputs():
+    return [torch.randn(2, 3, 7, 7)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_tf32_step_reaches_the_convs_of_a_strict_task_and_not_its_matmuls(tmp_path):
+    task = Task(name="conv_linear", source=CONV_LINEAR_SOURCE)
+
+    def precisions(program: Program) -> dict[str, str]:
+        return {k.kind: k.config["precision"] for k in kernels(program) if k.kind in ("conv", "matmul")}
+
+    program = coder.apply(task, None, PORT)
+    assert precisions(program) == {"conv": "tf32", "matmul": "ieee"}
+    program = coder.apply(task, program, Strategy.parse("precision tf32x3"))
+    assert precisions(program) == {"conv": "tf32x3", "matmul": "tf32x3"}
+    program = coder.apply(task, program, Strategy.parse("precision tf32"))
+    assert precisions(program) == {"conv": "tf32", "matmul": "tf32x3"}
+    check(task, program, tmp_path)
 
 
 @pytest.mark.parametrize("name", ["conv2d_bn_eval", "conv1d_depthwise_same"])
