@@ -15,7 +15,8 @@ Two forms (the traced shapes choose, both are correct at every size):
   gemm    implicit GEMM per group: output pixels x output channels tiles, K = C_in/groups x the
           kernel volume, the im2col gather done by address arithmetic in the K loop. Its K loop
           walks kernel taps outside and channel blocks inside ("k_loop": "taps") where a group
-          has at least 16 input channels (a dot's smallest K block), else the flat K index
+          has at least 16 input channels (a dot's smallest K block) and the kernel more than one
+          tap, else the flat K index
           ("flat": a 3-channel input layer would pad each tap's block of 16 with 13 zeros). The
           taps loop reads a channels-last copy of the input ("channels_last"), so that a tile
           row's channel block is one contiguous vector load.
@@ -51,8 +52,8 @@ CONV_CONFIG = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4, "num
 CONV_CONFIG_16 = {**CONV_CONFIG, "BLOCK_M": 128, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3}
 # The taps loop on a channels-last input: 256 x 64 tiles, 8 warps and 4 stages were the fastest of
 # the probe's fp32 (TF32) tiles on an H100 for KernelBench level-1 2d/1d convs and level-2 conv +
-# epilogue tasks (benchmarks/probes/2026-11-26-conv, 2026-11-26: 0.6-0.8x of cuDNN with TF32 where
-# 64 x 64 tiles ran 0.3-0.5x).
+# epilogue tasks (benchmarks/probes/2026-11-26-conv, 2026-11-26: 0.61-0.79x of cuDNN with TF32 on
+# 55, 56, 62, 63, 67, 76, 80, where 64 x 64 tiles on NC* ran 0.21-0.45x).
 TAPS_CONFIG = {**CONV_CONFIG, "BLOCK_M": 256, "num_warps": 8, "num_stages": 4, "channels_last": True}
 TAPS_CONFIG_16 = {**CONV_CONFIG_16, "channels_last": True}
 DIRECT_CONFIG = {"BLOCK_M": 64, "BLOCK_N": 32, "num_warps": 4, "num_stages": 2}
@@ -104,15 +105,19 @@ def lower_conv(graph: Graph, ir: ProgramIR, node: GNode) -> Kernel:
     space = {"input": x.name, "weight": w.name, "op": node.op, "form": form, "stride": stride,
              "padding": padding, "dilation": dilation, "traced": out_shape,
              "dtype": str(dtype).removeprefix("torch.")}
-    config = port_config(form, dtype, out_shape[1] // a["groups"], per_group_in)
+    config = port_config(form, dtype, out_shape[1] // a["groups"], per_group_in, _prod(w_node.shape[2:]))
     return Kernel(name=node.name, kind="conv", space=space, operands=operands, body=body,
                   outputs=[output], config=config)
 
 
-def port_config(form: str, dtype: torch.dtype, out_per_group: int, in_per_group: int) -> dict[str, Any]:
+def port_config(form: str, dtype: torch.dtype, out_per_group: int, in_per_group: int,
+                taps: int) -> dict[str, Any]:
     if form == "direct":
         return dict(DIRECT_CONFIG)
-    if in_per_group >= 16:
+    # A 1x1 conv has one tap: the channels-last copy would cost a pass over the input for a loop
+    # that reuses each row address once (on an H100, 87_conv_pointwise_2D ran 13.9 ms on the copy
+    # with 256 x 64 tiles, 9.6 ms flat on NC* with 64 x 64)
+    if in_per_group >= 16 and taps > 1:
         config = dict(TAPS_CONFIG_16 if dtype in HALF else TAPS_CONFIG, k_loop="taps")
         # a channel block no deeper than the group's input channels, so few lanes are padding
         config["BLOCK_K"] = min(config["BLOCK_K"], _pow2_at_least_16(in_per_group))

@@ -142,13 +142,15 @@ def test_flat_loop_matches_pytorch_with_several_channel_blocks(nd, kernel, args,
 
 def test_port_takes_the_tap_loop_for_wide_groups_and_the_flat_loop_for_narrow_ones():
     loops = {}
-    for nd, kernel, args, sizes in GEOMETRIES[:1] + WIDE[:2]:
+    pointwise = (2, 1, "stride=2", [{"B": 1, "C_IN": 24, "C_OUT": 5, "S": 7}])
+    for nd, kernel, args, sizes in GEOMETRIES[:1] + WIDE[:2] + [pointwise]:
         (conv,) = kernels(coder.apply(geometry_task(nd, kernel, args, sizes), None, PORT))
         loops[sizes[0]["C_IN"]] = (conv.config["k_loop"], conv.config.get("channels_last", False),
                                    conv.config["BLOCK_K"])
     # 3 channels: flat on the NC* input; 18 and 20 per group: taps on a channels-last copy, a
-    # channel block of 32 at most (BLOCK_K >= 16 for a dot)
-    assert loops == {3: ("flat", False, 32), 18: ("taps", True, 32), 40: ("taps", True, 32)}
+    # channel block of 32 at most (BLOCK_K >= 16 for a dot); a 1x1 kernel (24 channels): flat
+    assert loops == {3: ("flat", False, 32), 18: ("taps", True, 32), 40: ("taps", True, 32),
+                     24: ("flat", False, 32)}
 
 
 def test_depthwise_conv_takes_the_direct_form_and_others_the_implicit_gemm():
