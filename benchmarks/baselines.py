@@ -51,8 +51,12 @@ def main() -> None:
     args = parser.parse_args()
     calibration = json.load(open(args.calibration))
     flush = _flush_buffer()
-    torch.backends.cuda.matmul.allow_tf32 = False  # strict fp32 references (DESIGN: precision is a strategy)
-    torch.backends.cudnn.allow_tf32 = False
+    # PyTorch's defaults, as the verifier times its baselines (mtmc/verify/child.py): cuDNN
+    # convolutions on TF32, matmuls strict fp32; each row records them
+    torch.backends.cudnn.allow_tf32 = True
+    torch.backends.cuda.matmul.allow_tf32 = False
+    backend_flags = {"cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
+                     "cuda.matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32}
     with open(args.out, "w") as out:
         for task in load_suite(args.suite):
             t0 = time.perf_counter()
@@ -67,7 +71,8 @@ def main() -> None:
             floor, _ = floor_ms(summary, task, calibration)
             row = {"task": task.name, "family": task.meta.get("family"), "eager_ms": ms["eager"],
                    "compiled_ms": ms["compiled"], "floor_ms": floor, "eager_roofline": floor / ms["eager"],
-                   "compiled_roofline": floor / ms["compiled"], "wall_s": time.perf_counter() - t0}
+                   "compiled_roofline": floor / ms["compiled"], "backend_flags": backend_flags,
+                   "wall_s": time.perf_counter() - t0}
             out.write(json.dumps(row) + "\n")
             out.flush()
             print(f"{task.name:32s} eager {ms['eager']:7.3f} ms ({row['eager_roofline']:5.1%})  "

@@ -13,19 +13,25 @@ kernel extent, as PyTorch does (the extra element of an odd total goes after the
 
 Two forms (the traced shapes choose, both are correct at every size):
   gemm    implicit GEMM per group: output pixels x output channels tiles, K = C_in/groups x the
-          kernel volume, the im2col gather done by address arithmetic in the K loop.
+          kernel volume, the im2col gather done by address arithmetic in the K loop. Its K loop
+          walks kernel taps outside and channel blocks inside ("k_loop": "taps") where a group
+          has at least 16 input channels (a dot's smallest K block) and the kernel more than one
+          tap, else the flat K index
+          ("flat": a 3-channel input layer would pad each tap's block of 16 with 13 zeros). The
+          taps loop reads a channels-last copy of the input ("channels_last"), so that a tile
+          row's channel block is one contiguous vector load.
   direct  every output channel reads one input channel (depthwise: C_in/groups == 1). A dot tile
           needs K >= 16 and N >= 16 per group; here K is the kernel volume (9 for 3x3) and N the
           channel multiplier (usually 1), so a GEMM tile would be >= 15/16 padding and one group
           per program. The direct form's tile spans channels of all groups and does only useful
-          FMAs. (A reasoned choice, not yet measured on a GPU.)
+          FMAs (on an H100, KernelBench 82_conv_depthwise_2D ran 1.6-1.8x of eager cuDNN).
 The bias is the first op of the epilogue (acc + bias[channel]); `fuse epilogue` adds more.
 
-Precision: fp32 gemm convs start with "ieee" dots (fp32 FMAs, as the verifier's reference and the
-eager baseline run with TF32 off); the `precision` step moves them to "tf32x3" (three TF32
-tensor-core products, about fp32 accuracy) or, where the task allows, "tf32". 16-bit inputs
-multiply on the tensor cores and accumulate in fp32. The direct form always multiplies and
-accumulates in fp32 (no dot, so no precision step).
+Precision follows eager PyTorch on the same GPU: cuDNN runs fp32 convolutions on TF32 tensor
+cores by default (torch.backends.cudnn.allow_tf32 is True), so fp32 gemm convs start with "tf32"
+dots (steps.tf32_allowed); the `precision` step moves them to "tf32x3" (three TF32 products, about
+fp32 accuracy) or "ieee" (fp32 FMAs). 16-bit inputs multiply on the tensor cores and accumulate in
+fp32. The direct form always multiplies and accumulates in fp32 (no dot, so no precision step).
 """
 
 from __future__ import annotations
@@ -44,6 +50,12 @@ CONV_OPS = ("conv1d", "conv2d", "conv3d")
 CONV_CONFIG = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4, "num_stages": 2,
                "precision": "ieee"}
 CONV_CONFIG_16 = {**CONV_CONFIG, "BLOCK_M": 128, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3}
+# The taps loop on a channels-last input: 256 x 64 tiles, 8 warps and 4 stages were the fastest of
+# the probe's fp32 (TF32) tiles on an H100 for KernelBench level-1 2d/1d convs and level-2 conv +
+# epilogue tasks (benchmarks/probes/2026-11-26-conv, 2026-11-26: 0.61-0.79x of cuDNN with TF32 on
+# 55, 56, 62, 63, 67, 76, 80, where 64 x 64 tiles on NC* ran 0.21-0.45x).
+TAPS_CONFIG = {**CONV_CONFIG, "BLOCK_M": 256, "num_warps": 8, "num_stages": 4, "channels_last": True}
+TAPS_CONFIG_16 = {**CONV_CONFIG_16, "channels_last": True}
 DIRECT_CONFIG = {"BLOCK_M": 64, "BLOCK_N": 32, "num_warps": 4, "num_stages": 2}
 HALF = (torch.float16, torch.bfloat16)
 
@@ -93,17 +105,33 @@ def lower_conv(graph: Graph, ir: ProgramIR, node: GNode) -> Kernel:
     space = {"input": x.name, "weight": w.name, "op": node.op, "form": form, "stride": stride,
              "padding": padding, "dilation": dilation, "traced": out_shape,
              "dtype": str(dtype).removeprefix("torch.")}
+    config = port_config(form, dtype, out_shape[1] // a["groups"], per_group_in, _prod(w_node.shape[2:]))
     return Kernel(name=node.name, kind="conv", space=space, operands=operands, body=body,
-                  outputs=[output], config=port_config(form, dtype, out_shape[1] // a["groups"]))
+                  outputs=[output], config=config)
 
 
-def port_config(form: str, dtype: torch.dtype, out_per_group: int) -> dict[str, Any]:
+def port_config(form: str, dtype: torch.dtype, out_per_group: int, in_per_group: int,
+                taps: int) -> dict[str, Any]:
     if form == "direct":
         return dict(DIRECT_CONFIG)
-    config = dict(CONV_CONFIG_16 if dtype in HALF else CONV_CONFIG)
+    # A 1x1 conv has one tap: the channels-last copy would cost a pass over the input for a loop
+    # that reuses each row address once (on an H100, 87_conv_pointwise_2D ran 13.9 ms on the copy
+    # with 256 x 64 tiles, 9.6 ms flat on NC* with 64 x 64)
+    if in_per_group >= 16 and taps > 1:
+        config = dict(TAPS_CONFIG_16 if dtype in HALF else TAPS_CONFIG, k_loop="taps")
+        # a channel block no deeper than the group's input channels, so few lanes are padding
+        config["BLOCK_K"] = min(config["BLOCK_K"], _pow2_at_least_16(in_per_group))
+    else:
+        config = dict(CONV_CONFIG_16 if dtype in HALF else CONV_CONFIG, k_loop="flat")
     # a tile no wider than the group's output channels (a dot needs at least 16)
-    config["BLOCK_N"] = min(config["BLOCK_N"], max(16, 1 << (out_per_group - 1).bit_length()))
+    config["BLOCK_N"] = min(config["BLOCK_N"], _pow2_at_least_16(out_per_group))
+    if dtype == torch.float32:
+        config["precision"] = "tf32"  # what eager's cuDNN convolution uses (see the docstring)
     return config
+
+
+def _pow2_at_least_16(n: int) -> int:
+    return max(16, 1 << (n - 1).bit_length())
 
 
 # --------------------------------------------------------------------------------------------------

@@ -289,14 +289,26 @@ def _dot_kernels(ir: ProgramIR) -> list[Kernel]:
     return [k for k in ir.kernels() if uses_dot(k) and _fp32_operands(ir, k)]
 
 
+TF32_BY_DEFAULT = ("conv", "conv_transpose")  # eager PyTorch runs these on TF32 (cuDNN's default)
+
+
+def tf32_allowed(task: Task, kernel: Kernel) -> bool:
+    """fp32 precision follows eager PyTorch on the same GPU: cuDNN runs fp32 convolutions on TF32
+    tensor cores by default (torch.backends.cudnn.allow_tf32 is True), so a convolution kernel may
+    too; matmuls run strict fp32 (torch.backends.cuda.matmul.allow_tf32 is False), so a matmul or
+    attention kernel uses TF32 only where the task allows it (MTMC["precision"])."""
+    return kernel.kind in TF32_BY_DEFAULT or "tf32" in task.precisions
+
+
 def _precisions(ir: ProgramIR, task: Task) -> list[Strategy]:
-    """tf32x3 (3 tensor-core passes, about fp32 accuracy) always; tf32 only where the task allows.
-    A precision is the program's, not one kernel's: it applies to every fp32 dot (baddbmm_softmax's
-    dominant kernel is its softmax, so a precision for the dominant kernel alone never reached its
-    bmm)."""
-    if not _dot_kernels(ir):
+    """ieee and tf32x3 (3 tensor-core passes, about fp32 accuracy) always; tf32 where a kernel may
+    take it (tf32_allowed). A precision is the program's, not one kernel's: it applies to every fp32
+    dot that may take it (baddbmm_softmax's dominant kernel is its softmax, so a precision for the
+    dominant kernel alone never reached its bmm)."""
+    dots = _dot_kernels(ir)
+    if not dots:
         return []
-    options = ["ieee", "tf32x3"] + (["tf32"] if "tf32" in task.precisions else [])
+    options = ["ieee", "tf32x3"] + (["tf32"] if any(tf32_allowed(task, k) for k in dots) else [])
     return [Strategy.make("precision", p) for p in options]
 
 
@@ -352,6 +364,9 @@ def apply(ir: ProgramIR, task: Task, strategy: Strategy) -> ProgramIR:
     if kind == "precision":
         dots = _dot_kernels(new)
         _require(bool(dots), "precision applies to matmul/conv/attention kernels with fp32 operands")
+        if strategy.value == "tf32":  # the kernels that may not take it keep their precision
+            dots = [k for k in dots if tf32_allowed(task, k)]
+            _require(bool(dots), "the task does not allow tf32 (convolutions take it by default)")
         for kernel in dots:
             _configure(new, task, kernel, strategy)
         return new
@@ -432,8 +447,8 @@ def _configure(new: ProgramIR, task: Task, kernel: Kernel, strategy: Strategy) -
             cfg.setdefault("num_warps", None)
         cfg["autotune"] = True
     elif kind == "precision":  # `apply` brings only the fp32 dot kernels here
-        _require(value in ("ieee", "tf32x3") or value in task.precisions,
-                 f"the task does not allow {value}")
+        _require(value in ("ieee", "tf32x3") or (value == "tf32" and tf32_allowed(task, kernel)),
+                 f"the task does not allow {value} for the {kernel.kind} kernel {kernel.name}")
         cfg["precision"] = str(value)
     else:
         raise CoderError(f"the template coder has no `{kind}` step")

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from mtmc.tasks.task import Task
 from mtmc.verify import proof
@@ -63,10 +64,16 @@ def reference(task_name: str, task_source: str, cases: list[dict[str, Any]], dev
     _precise_reference()
     task = Task(name=task_name, source=task_source)
     saved_cases, expected, all_inputs = [], [], []
-    for case in cases:
+    convolves = False
+    for index, case in enumerate(cases):
         model = _reference_model(task, case, device)
         inputs = case_inputs(task, case, device)
-        raw = _forward(model, inputs)
+        if index == 0:
+            with _OpNames() as seen:
+                raw = _forward(model, inputs)
+            convolves = "aten::convolution" in seen.names
+        else:
+            raw = _forward(model, inputs)
         outputs = _as_list(raw)
         expected.append({"kind": _kind(raw), "outputs": [o.detach().cpu() for o in outputs]})
         all_inputs.append(inputs)
@@ -84,7 +91,20 @@ def reference(task_name: str, task_source: str, cases: list[dict[str, Any]], dev
     # (GPU-sized inputs are GBs; writing and reading them back cost more than the verdict itself).
     torch.save({"task_name": task_name, "task_source": task_source, "cases": saved_cases, "timing": timing},
                inputs_path)
-    return {"expected": expected, "timing_expected": timing_expected}
+    return {"expected": expected, "timing_expected": timing_expected, "convolves": convolves}
+
+
+class _OpNames(TorchDispatchMode):
+    """The aten ops a forward runs. `aten::convolution` is where every conv and transposed conv
+    (1d/2d/3d, module or functional) lands, the op cuDNN runs on TF32 by default."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: set[str] = set()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.names.add(func._schema.name)
+        return func(*args, **(kwargs or {}))
 
 
 def _unless_same(outputs: list[torch.Tensor], case_outputs: list[torch.Tensor]) -> list[torch.Tensor] | None:
@@ -127,6 +147,16 @@ def _precise_reference() -> None:
     # The reference is the truth the candidate is held to: no TF32 shortcuts inside it.
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
+
+
+def _default_backend_flags() -> dict[str, bool]:
+    """PyTorch's default precision flags, the ones a user's eager and torch.compile code runs
+    with: cuDNN convolutions on TF32, matmuls strict fp32. The baselines are timed with them (a
+    fp32 conv kernel may use TF32 as eager's does: correctness.py); returns them as set."""
+    torch.backends.cudnn.allow_tf32 = True
+    torch.backends.cuda.matmul.allow_tf32 = False
+    return {"cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
+            "cuda.matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32}
 
 
 def _reference_model(task: Task, case: dict[str, Any], device: str) -> torch.nn.Module:
@@ -493,8 +523,9 @@ def _gpu_measurements(result: dict[str, Any], module: Any, data: dict[str, Any],
 # ------------------------------------------------------------------------------------------------
 def baseline(task_name: str, task_source: str, inputs_path: str, timing: dict[str, Any],
              compiled: bool) -> dict[str, Any]:
-    """Eager and torch.compile times of the reference on the candidate's timing inputs."""
-    _precise_reference()
+    """Eager and torch.compile times of the reference on the candidate's timing inputs, with
+    PyTorch's default backend flags (returned under "backend_flags")."""
+    backend_flags = _default_backend_flags()
     os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")  # no compile pools in a child
     task = Task(name=task_name, source=task_source)
     data = load_inputs(inputs_path, "cuda", timing_only=True)
@@ -509,7 +540,7 @@ def baseline(task_name: str, task_source: str, inputs_path: str, timing: dict[st
         return call
 
     calls = {"eager": runner(model)}
-    result: dict[str, Any] = {"compile_error": None}
+    result: dict[str, Any] = {"compile_error": None, "backend_flags": backend_flags}
     if compiled:
         try:
             compiled_call = runner(torch.compile(model))

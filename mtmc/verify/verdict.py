@@ -31,6 +31,9 @@ class Verdict:
     candidate_median_ms: float | None = None
     eager_ms: float | None = None
     compiled_ms: float | None = None
+    # PyTorch backend flags eager and torch.compile were timed with (its defaults: cuDNN convolutions
+    # on TF32, matmuls strict fp32; child.baseline)
+    baseline_flags: dict[str, bool] = field(default_factory=dict)
     roofline_ms: float | None = None
     triton_share: float | None = None  # fraction of the candidate's GPU time spent in Triton kernels
     triton_launches: int | None = None

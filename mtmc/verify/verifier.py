@@ -38,7 +38,7 @@ from mtmc.program import Program
 from mtmc.tasks import Task, summarize
 from mtmc.verify import hardware
 from mtmc.verify.cache import VerdictCache, cache_key
-from mtmc.verify.correctness import Comparison, compare_case, compare_outputs, compare_runs
+from mtmc.verify.correctness import Comparison, compare_case, compare_outputs, compare_runs, eager_precision
 from mtmc.verify.forkserver import Outcome, clean_env
 from mtmc.verify.integrity import IntegrityError, Seal
 from mtmc.verify.policy import HOST_READ_ATEN_OPS
@@ -47,7 +47,7 @@ from mtmc.verify.static import StaticReport, check_source
 from mtmc.verify.verdict import Status, Verdict
 from mtmc.verify.worker_pool import WorkerPool
 
-VERIFIER_VERSION = "1.7"  # bump whenever a change can flip a verdict: cached verdicts expire
+VERIFIER_VERSION = "1.8"  # bump whenever a change can flip a verdict: cached verdicts expire
 INTERPRETER_DEVICE = "cpu (triton interpreter)"
 REFERENCES_KEPT = 8  # tasks whose reference outputs stay in memory (mapped from RAM-backed files)...
 REFERENCE_BYTES_KEPT = 16 * 2**30  # ...as long as they fit in this; the latest is always kept
@@ -92,6 +92,7 @@ class Reference:
     inputs_path: str
     timing_sets: list[int] | None = None  # the cases whose inputs are timed (on a GPU: the first size's)
     flags: list[str] = field(default_factory=list)  # what every verdict on this reference carries
+    convolves: bool = False  # the reference computes a convolution: eager runs it on TF32 (correctness.py)
 
     @property
     def nbytes(self) -> int:
@@ -238,7 +239,7 @@ class Engine:
 
     def _judge_correctness(self, task: Task, report: StaticReport, reference: Reference,
                            result: dict[str, Any], verdict: Verdict) -> Verdict:
-        meta = task.meta
+        meta = eager_precision(task.meta, reference.convolves)
         worst = Comparison(True)
         flags: list[str] = []
         for case, expected, got in zip(reference.cases, reference.expected, result["cases"], strict=True):
@@ -299,6 +300,7 @@ class Engine:
                                  "stream(s); timed device-wide, host launch overhead included")
         baseline = self._baseline(task, reference) if self.settings.baselines else {}
         verdict.eager_ms, verdict.compiled_ms = baseline.get("eager_ms"), baseline.get("compiled_ms")
+        verdict.baseline_flags = dict(baseline.get("backend_flags", {}))
         verdict.flags += baseline.get("flags", [])
         self._judge_roofline(task, reference, verdict)
         speedup = verdict.speedup_eager
@@ -378,7 +380,8 @@ class Engine:
         if outcome.status != "done":
             raise VerifierError(f"{task.where}: running the reference failed ({outcome.status} "
                                 f"{outcome.detail}):\n{outcome.log_tail}")
-        return Reference(cases, result["expected"], result["timing_expected"], inputs_path, timing_sets)
+        return Reference(cases, result["expected"], result["timing_expected"], inputs_path, timing_sets,
+                         convolves=result["convolves"])
 
     def _seeds(self, size_index: int) -> int:
         # GPU sizes are GBs of outputs per case: the first size gets every seed (its cases are also
@@ -402,7 +405,8 @@ class Engine:
         timings = result["timings"]
         flags = [f"compile_baseline_failed: {result['compile_error']}"] if result["compile_error"] else []
         return {"eager_ms": timings["eager"]["reported_ms"],
-                "compiled_ms": timings.get("compiled", {}).get("reported_ms"), "flags": flags}
+                "compiled_ms": timings.get("compiled", {}).get("reported_ms"), "flags": flags,
+                "backend_flags": result.get("backend_flags", {})}
 
     def _candidate_args(self, task: Task, program: Program, reference: Reference) -> dict[str, Any]:
         schedule = call_schedule(len(reference.cases), verdict_rng(self.settings.seed, program.digest))
@@ -589,7 +593,8 @@ def _timing_outputs_problem(task: Task, reference: Reference, result: dict[str, 
             continue
         ref = reference.expected[i]["outputs"] if ref is None else ref
         out = result["cases"][i]["outputs"] if out is None else out
-        check = compare_outputs(ref, out, task.meta, f"timing input set {k}")
+        meta = eager_precision(task.meta, reference.convolves)
+        check = compare_outputs(ref, out, meta, f"timing input set {k}")
         if not check.ok:
             return check.message
     return ""

@@ -94,6 +94,65 @@ def test_conv_geometry_matches_pytorch(nd, kernel, args, sizes, tmp_path):
     check(task, program, tmp_path)
 
 
+# Groups of 17 to 20 input channels: two channel blocks of 16 per tap, the second partly masked
+WIDE = [
+    (2, 3, "stride=2, padding=1, dilation=2", [{"B": 2, "C_IN": 18, "C_OUT": 5, "S": 7}]),
+    (1, 4, "padding='same', groups=2, bias=False", [{"B": 1, "C_IN": 40, "C_OUT": 6, "S": 5}]),
+    (3, (2, 3, 1), "stride=(2, 1, 1), padding=(0, 1, 1), dilation=(1, 1, 2)",
+     [{"B": 1, "C_IN": 17, "C_OUT": 3, "S": 8}]),
+]
+GEMM_GEOMETRIES = GEOMETRIES + GROUPED[:1] + WIDE  # the implicit-GEMM ones (GROUPED[1:] are direct)
+
+
+def configured(task: Task, **config) -> Program:
+    """The port with the conv kernel's configuration overridden."""
+    ir = ProgramIR.from_dict(coder.apply(task, None, PORT).metadata["template_ir"])
+    ir.kernels()[0].config.update(config)
+    return Program(generate(task, ir))
+
+
+@pytest.mark.parametrize("nd, kernel, args, sizes", GEMM_GEOMETRIES)
+def test_tap_loop_matches_pytorch_at_odd_sizes(nd, kernel, args, sizes, tmp_path):
+    """The taps-outside K loop on a channels-last input (the port's choice for wide groups) over
+    every geometry, with blocks of 16: several pixel, channel and channel-block tiles, masked rows
+    at the padding and masked channels past C_in/groups."""
+    task = geometry_task(nd, kernel, args, sizes)
+    program = configured(task, k_loop="taps", channels_last=True, BLOCK_M=16, BLOCK_N=16, BLOCK_K=16)
+    assert "c_blocks = tl.cdiv(CIG, BLOCK_K)" in program.source
+    assert "permute(0, " in program.source  # the channels-last copy of the input
+    assert "k % CIG" not in program.source  # no per-element div/mod in the tap loop
+    check(task, program, tmp_path)
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("nd, kernel, args, sizes", WIDE)
+def test_tap_loop_on_either_input_layout_matches_pytorch(nd, kernel, args, sizes, channels_last, tmp_path):
+    task = geometry_task(nd, kernel, args, sizes)
+    program = configured(task, k_loop="taps", channels_last=channels_last, BLOCK_M=16, BLOCK_N=16, BLOCK_K=16)
+    check(task, program, tmp_path)
+
+
+@pytest.mark.parametrize("nd, kernel, args, sizes", WIDE)
+def test_flat_loop_matches_pytorch_with_several_channel_blocks(nd, kernel, args, sizes, tmp_path):
+    task = geometry_task(nd, kernel, args, sizes)
+    program = configured(task, k_loop="flat", BLOCK_M=16, BLOCK_N=16, BLOCK_K=16)
+    assert "chan = k % CIG" in program.source
+    check(task, program, tmp_path)
+
+
+def test_port_takes_the_tap_loop_for_wide_groups_and_the_flat_loop_for_narrow_ones():
+    loops = {}
+    pointwise = (2, 1, "stride=2", [{"B": 1, "C_IN": 24, "C_OUT": 5, "S": 7}])
+    for nd, kernel, args, sizes in GEOMETRIES[:1] + WIDE[:2] + [pointwise]:
+        (conv,) = kernels(coder.apply(geometry_task(nd, kernel, args, sizes), None, PORT))
+        loops[sizes[0]["C_IN"]] = (conv.config["k_loop"], conv.config.get("channels_last", False),
+                                   conv.config["BLOCK_K"])
+    # 3 channels: flat on the NC* input; 18 and 20 per group: taps on a channels-last copy, a
+    # channel block of 32 at most (BLOCK_K >= 16 for a dot); a 1x1 kernel (24 channels): flat
+    assert loops == {3: ("flat", False, 32), 18: ("taps", True, 32), 40: ("taps", True, 32),
+                     24: ("flat", False, 32)}
+
+
 def test_depthwise_conv_takes_the_direct_form_and_others_the_implicit_gemm():
     forms = {}
     for nd, kernel, args, sizes in GROUPED[:3]:
@@ -129,15 +188,76 @@ def test_sampled_legal_steps_of_the_conv_menu_match(name, tmp_path):
         check(task, coder.apply(task, program, strategy), tmp_path, tag=f"s{i}")
 
 
-def test_fp32_conv_starts_ieee_and_takes_the_precision_steps():
+def test_fp32_conv_starts_tf32_as_eager_cudnn_does_and_takes_the_precision_steps():
+    """cuDNN runs fp32 convolutions on TF32 by default, so a conv kernel may, though the task
+    lists no reduced precision (steps.tf32_allowed)."""
     task = load_task(TASKS / "conv2d_bias_relu.py")
+    assert "tf32" not in task.precisions
     program = coder.apply(task, None, PORT)
-    assert kernels(program)[0].config["precision"] == "ieee"
+    assert kernels(program)[0].config["precision"] == "tf32"
+    assert 'input_precision="tf32"' in program.source
     legal = coder.legal_strategies(task, program)
-    assert Strategy.parse("precision tf32x3") in legal
-    assert Strategy.parse("precision tf32") not in legal  # the task does not allow tf32
+    assert {Strategy.parse("precision ieee"), Strategy.parse("precision tf32x3")} <= set(legal)
     tuned = coder.apply(task, program, Strategy.parse("precision tf32x3"))
     assert 'input_precision="tf32x3"' in tuned.source
+    assert Strategy.parse("precision tf32") in coder.legal_strategies(task, tuned)
+
+
+def test_matmuls_stay_strict_unless_the_task_allows_tf32():
+    """Eager matmuls run strict fp32 (torch.backends.cuda.matmul.allow_tf32 is False)."""
+    task = load_task(Path(__file__).parent / "tasks" / "linear_gelu.py")
+    assert "tf32" not in task.precisions
+    program = coder.apply(task, None, PORT)
+    assert {k.config.get("precision") for k in kernels(program) if k.kind == "matmul"} == {"ieee"}
+    legal = coder.legal_strategies(task, program)
+    assert Strategy.parse("precision tf32x3") in legal
+    assert Strategy.parse("precision tf32") not in legal
+    with pytest.raises(CoderError, match="does not allow tf32"):
+        coder.apply(task, program, Strategy.parse("precision tf32"))
+    source = task.source.replace("MTMC = {", 'MTMC = {"precision": ["tf32"], ')
+    allowing = Task(name="linear_gelu_tf32", source=source)
+    assert allowing.precisions == ("tf32",)
+    port = coder.apply(allowing, None, PORT)
+    assert Strategy.parse("precision tf32") in coder.legal_strategies(allowing, port)
+
+
+CONV_LINEAR_SOURCE = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.fc = nn.Linear(4 * 5 * 5, 6)
+
+    def forward(self, x):
+        return self.fc(torch.relu(self.conv(x)).flatten(1))
+
+
+def get_inputs():
+    return [torch.randn(2, 3, 7, 7)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_tf32_step_reaches_the_convs_of_a_strict_task_and_not_its_matmuls(tmp_path):
+    task = Task(name="conv_linear", source=CONV_LINEAR_SOURCE)
+
+    def precisions(program: Program) -> dict[str, str]:
+        return {k.kind: k.config["precision"] for k in kernels(program) if k.kind in ("conv", "matmul")}
+
+    program = coder.apply(task, None, PORT)
+    assert precisions(program) == {"conv": "tf32", "matmul": "ieee"}
+    program = coder.apply(task, program, Strategy.parse("precision tf32x3"))
+    assert precisions(program) == {"conv": "tf32x3", "matmul": "tf32x3"}
+    program = coder.apply(task, program, Strategy.parse("precision tf32"))
+    assert precisions(program) == {"conv": "tf32", "matmul": "tf32x3"}
+    check(task, program, tmp_path)
 
 
 @pytest.mark.parametrize("name", ["conv2d_bn_eval", "conv1d_depthwise_same"])

@@ -1,9 +1,12 @@
+import subprocess
+import sys
 import types
 
 import pytest
 import torch
 
-from mtmc.verify.child import _host_copy, _state_changes
+from mtmc.tasks import Task
+from mtmc.verify.child import _default_backend_flags, _host_copy, _state_changes, reference
 
 
 def test_host_copy_of_a_cpu_tensor_is_detached_from_it():
@@ -98,3 +101,58 @@ def test_a_repeat_that_differs_is_reported(monkeypatch, kept_bytes):
     assert [r["deterministic"] for r in caught] == [True, False]
     assert torch.equal(caught[1]["second_outputs"][0], torch.full((4, 3), 0.5))
     assert [len(r["launches"]) for r in caught] == [2, 3]
+
+
+# ---------------------------------------------------------------------------------------------------
+# the reference says whether it convolves: eager runs convolutions on TF32 (correctness.eager_precision)
+
+REFERENCE_SOURCE = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(3, 4, 3))
+
+    def forward(self, x):
+        return {body}
+
+
+def get_inputs():
+    return [torch.randn(2, 3, 9)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.parametrize("body, convolves", [
+    ("torch.relu(nn.functional.conv1d(x, self.weight.transpose(0, 1)))", True),
+    ("nn.functional.conv_transpose1d(x, self.weight, stride=2)", True),
+    ("x.transpose(1, 2) @ self.weight[:, :, 0]", False),
+])
+def test_the_reference_reports_whether_it_computes_a_convolution(body, convolves, tmp_path):
+    task = Task(name="ref_ops", source=REFERENCE_SOURCE.format(body=body))
+    cases = [{"sizes": {}, "model_seed": 0, "input_seed": 1}, {"sizes": {}, "model_seed": 1, "input_seed": 2}]
+    result = reference(task.name, task.source, cases, "cpu", str(tmp_path / "inputs.pt"), None)
+    assert result["convolves"] is convolves
+    assert len(result["expected"]) == 2
+
+
+def test_baselines_are_timed_with_pytorchs_default_backend_flags():
+    """Eager and torch.compile run as a user's code does: cuDNN convolutions on TF32, matmuls
+    strict. The flags child.baseline sets are PyTorch's own defaults (a fresh interpreter's)."""
+    fresh = subprocess.run([sys.executable, "-c", "import torch; b = torch.backends; "
+                            "print(b.cudnn.allow_tf32, b.cuda.matmul.allow_tf32)"],
+                           capture_output=True, text=True, check=True).stdout.split()
+    assert fresh == ["True", "False"]
+    saved = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    try:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = False, True
+        assert _default_backend_flags() == {"cudnn.allow_tf32": True, "cuda.matmul.allow_tf32": False}
+        assert torch.backends.cudnn.allow_tf32 and not torch.backends.cuda.matmul.allow_tf32
+    finally:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved

@@ -8,6 +8,7 @@ from mtmc.verify.correctness import (
     compare_case,
     compare_runs,
     compare_tensor,
+    eager_precision,
     tolerance_for,
 )
 
@@ -83,6 +84,15 @@ def test_tolerance_per_dtype_and_task_overrides():
     assert tolerance_for(torch.float16, {}).atol == 1e-2
     assert tolerance_for(torch.float32, {"precision": ["tf32"]}).atol == 2e-3
     assert tolerance_for(torch.float32, {"atol": 1e-3}) == Tolerance(1e-3, 1e-4)
+
+
+def test_a_reference_that_convolves_gets_the_tf32_tolerance_as_eager_cudnn_runs_it():
+    assert eager_precision({}, False) == {}
+    meta = eager_precision({"atol": 1e-3}, True)
+    assert meta == {"atol": 1e-3, "precision": ["tf32"]}
+    assert tolerance_for(torch.float32, eager_precision({}, True)) == Tolerance(2e-3, 2e-3)
+    assert tolerance_for(torch.float16, eager_precision({}, True)).atol == 1e-2  # fp32 only
+    assert eager_precision({"precision": ["tf32"]}, True) == {"precision": ["tf32"]}
 
 
 def test_weak_reference_is_flagged_not_failed():

@@ -1,11 +1,23 @@
 """Convolution kernels (conv1d/2d/3d forward, NC* layout) with the epilogue on the fp32 tile.
 
 Each program computes a BLOCK_M x BLOCK_N tile of output pixels (image, spatial position) by
-output channels. The `gemm` form is an implicit GEMM per group (program_id(1)): the K loop walks
-C_in/groups x the kernel volume in the weight's own order (channel, then kernel offsets), and
-gathers the matching input elements by address arithmetic (zero outside the padded input); the
-im2col matrix is never built. The `direct` form (depthwise: one input channel per output channel)
-accumulates input x weight products tap by tap with FMAs, over output channels of every group.
+output channels. The `gemm` form is an implicit GEMM per group (program_id(1)); the im2col matrix
+is never built. Its K loop comes in two orders (config "k_loop"):
+  taps  kernel taps outside, input channels in blocks of BLOCK_K inside (one loop over the pairs).
+        Per tap, each row's input address and padding mask are computed once (scalar tap offsets,
+        one compare per row); an element's address is then row address + channel * plane: no
+        div/mod and no per-element window test. The form for C_in/groups >= 16.
+  flat  K = taps x C_in/groups walked in blocks of BLOCK_K, each K index decomposed into its tap
+        and channel by div/mod, the padding tested per element. A dot needs BLOCK_K >= 16, so for
+        few channels per group (an RGB input layer: 3) the taps form would pad each tap's block
+        5x; the flat order packs several taps into one block instead.
+The `direct` form (depthwise: one input channel per output channel) accumulates input x weight
+products tap by tap with FMAs, over output channels of every group.
+
+The launcher lays the weight out once per call as [taps, C_in/groups, C_out] (a permute of the
+small weight tensor): a [BLOCK_K, BLOCK_N] weight tile is then BLOCK_K rows of consecutive output
+channels, a coalesced load, where the weight's own [C_out, C_in/groups, *kernel] order strides
+the output channels by K.
 
 Epilogue addressing: the output is (N, C_out, *spatial) with GEMM rows = N x spatial and columns
 = C_out, so operands are addressed by three axes: image (rows), channel (columns) and the flat
@@ -87,58 +99,105 @@ def _flat_offset(dims: list[str], prefix: str) -> str:
     return offset
 
 
-def _window(w: Writer, kernel: Kernel, tap: str) -> list[str]:
-    """Decompose K index `tap` (input channel, then the kernel offsets: the weight's order) into
-    `chan` and per-dim input displacements `dk_<dim>`, and `k_off`: the input element's offset from
-    the row's window start. An input address is x_start (per row) + k_off (per K index): the
-    gather costs one add per element. Returns the in-range test of each dim (i0 + dk inside)."""
+def k_loop(kernel: Kernel) -> str:
+    """The gemm form's K order: "taps" (the default) or "flat" (see the module docstring)."""
+    return kernel.config.get("k_loop", "taps")
+
+
+def _tap_offsets(w: Writer, kernel: Kernel, tap: str) -> list[str]:
+    """Decompose kernel tap index `tap` (row-major over the kernel extents) into per-dim input
+    displacements `dk_<dim>` and `tap_off`, their offset within a channel plane."""
     dims = spatial(kernel)
-    w(f"rest_k = {tap}")
-    for s in reversed(dims):
-        w(f"dk_{s} = (rest_k % ks_{s}) * dil_{s}")
-        w(f"rest_k = rest_k // ks_{s}")
-    w("chan = rest_k  # the input channel within the group")
-    w(f"k_off = chan * {_product([f'in_{s}' for s in dims])} + {_flat_offset(dims, 'dk')}")
+    w(f"rest_t = {tap}")
+    for i, s in enumerate(reversed(dims)):
+        w(f"dk_{s} = (rest_t % ks_{s}) * dil_{s}")
+        if i < len(dims) - 1:
+            w(f"rest_t = rest_t // ks_{s}")
+    w(f"tap_off = {_flat_offset(dims, 'dk')}")
     return dims
 
 
-def _k_loop_gemm(w: Writer, kernel: Kernel) -> None:
+def channels_last(kernel: Kernel) -> bool:
+    """The taps form reads a channels-last copy of the input (config "channels_last")."""
+    return is_gemm(kernel) and k_loop(kernel) == "taps" and bool(kernel.config.get("channels_last"))
+
+
+def _group_pointers(w: Writer, kernel: Kernel) -> None:
     plane = _product([f"in_{s}" for s in spatial(kernel)])
     w("offs_k = tl.arange(0, BLOCK_K)")
-    w("# each row's input image and group; columns past the group's channels wrap, the store masks them")
-    w(f"x_rows = x_ptr + (img * C_in + grp * CIG) * {plane} + x_start")
-    w("w_cols = w_ptr + (grp * COG + offs_n % COG).to(tl.int64) * K")
+    if channels_last(kernel):
+        w("# each row's window start (its pixel's channel vector) at the group's first channel")
+        w(f"x_rows = x_ptr + (img * {plane} + x_start) * C_in + grp * CIG")
+    else:
+        w("# each row's window start in its image's first channel of the group")
+        w(f"x_rows = x_ptr + (img * C_in + grp * CIG) * {plane} + x_start")
+    w("# columns past the group's channels wrap, the store masks them; the weight is [taps, CIG, C_out]")
+    w("w_cols = w_ptr + grp * COG + offs_n % COG")
     w("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)")
+
+
+def _dot(w: Writer, kernel: Kernel) -> None:
+    w(f'acc = tl.dot(a, b, acc, input_precision="{_precision(kernel)}")')
+
+
+def _k_loop_taps(w: Writer, kernel: Kernel) -> None:
+    plane = _product([f"in_{s}" for s in spatial(kernel)])
+    _group_pointers(w, kernel)
+    w("c_blocks = tl.cdiv(CIG, BLOCK_K)")
+    w("# taps outside, channel blocks inside, as one loop over the pairs: Triton pipelines an")
+    w("# innermost loop only, so one loop keeps the next tap's loads in flight across the tap boundary")
+    w(f"for step in range(0, {_product([f'ks_{s}' for s in spatial(kernel)])} * c_blocks):")
+    w.indent()
+    w("tap = step // c_blocks  # scalars: the tap's arithmetic is per program, not per element")
+    w("c = (step % c_blocks) * BLOCK_K + offs_k")
+    dims = _tap_offsets(w, kernel, "tap")
+    w("# one padding mask per row: is the tap's input position inside the input")
+    w("row_in = " + " & ".join(f"(i0_{s} + dk_{s} >= 0) & (i0_{s} + dk_{s} < in_{s})" for s in dims))
+    w("c_in = c < CIG")
+    if channels_last(kernel):
+        w("# the row's address + the channel: a tile row is contiguous channels (vector loads)")
+        w("a_cols = tap_off * C_in + c")
+    else:
+        w(f"a_cols = tap_off + c * {plane}  # the row's address + the channel's plane: no div/mod")
+    w("a = tl.load(x_rows[:, None] + a_cols[None, :], mask=row_in[:, None] & c_in[None, :], other=0.0)")
+    w("b = tl.load(w_cols[None, :] + (tap * CIG + c)[:, None] * C_out, mask=c_in[:, None], other=0.0)")
+    _dot(w, kernel)
+    w.dedent()
+
+
+def _k_loop_flat(w: Writer, kernel: Kernel) -> None:
+    plane = _product([f"in_{s}" for s in spatial(kernel)])
+    _group_pointers(w, kernel)
     w("for k0 in range(0, K, BLOCK_K):")
     w.indent()
-    w("k = k0 + offs_k")
+    w("k = k0 + offs_k  # the weight's row: tap * CIG + channel")
     w("k_in = k < K")
-    dims = _window(w, kernel, "k")
+    w("chan = k % CIG")
+    dims = _tap_offsets(w, kernel, "k // CIG")
     w("# the im2col gather: zero where the window leaves the input (the padding)")
     w("a_mask = k_in[None, :]")
     for s in dims:
         w(f"i_{s} = i0_{s}[:, None] + dk_{s}[None, :]")
         w(f"a_mask = a_mask & (i_{s} >= 0) & (i_{s} < in_{s})")
-    w("a = tl.load(x_rows[:, None] + k_off[None, :], mask=a_mask, other=0.0)")
-    w("b = tl.load(w_cols[None, :] + k[:, None], mask=k_in[:, None], other=0.0)")
-    w(f'acc = tl.dot(a, b, acc, input_precision="{_precision(kernel)}")')
+    w(f"a = tl.load(x_rows[:, None] + (chan * {plane} + tap_off)[None, :], mask=a_mask, other=0.0)")
+    w("b = tl.load(w_cols[None, :] + k[:, None] * C_out, mask=k_in[:, None], other=0.0)")
+    _dot(w, kernel)
     w.dedent()
 
 
 def _k_loop_direct(w: Writer, kernel: Kernel) -> None:
     plane = _product([f"in_{s}" for s in spatial(kernel)])
-    w("# each column's output channel reads the input channels of its group")
+    w("# each column's output channel reads the input channel of its group (one: depthwise)")
     w("chan_o = offs_n % C_out")
-    w(f"x_cols = (chan_o // COG) * CIG * {plane}")
+    w(f"x_cols = (chan_o // COG) * {plane}")
     w(f"x_rows = x_ptr + img * C_in * {plane} + x_start")
-    w("w_cols = w_ptr + chan_o.to(tl.int64) * K")
     w("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)")
     w("for tap in range(0, K):")
     w.indent()
-    dims = _window(w, kernel, "tap")
+    dims = _tap_offsets(w, kernel, "tap")
     w("inside = " + " & ".join(f"(i0_{s} + dk_{s} >= 0) & (i0_{s} + dk_{s} < in_{s})" for s in dims))
-    w("a = tl.load(x_rows[:, None] + (x_cols + k_off)[None, :], mask=inside[:, None], other=0.0)")
-    w("b = tl.load(w_cols + tap)")
+    w("a = tl.load(x_rows[:, None] + (x_cols + tap_off)[None, :], mask=inside[:, None], other=0.0)")
+    w("b = tl.load(w_ptr + tap * C_out + chan_o)  # the weight is [taps, 1, C_out]: a contiguous row")
     w("acc += a.to(tl.float32) * b.to(tl.float32)[None, :]")
     w.dedent()
 
@@ -182,8 +241,10 @@ def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
     w("# rows past the edge wrap around: loads stay in bounds, the store masks them out")
     w("rows = offs_m % M")
     _pixel_indices(w, kernel, "rows")
-    if gemm:
-        _k_loop_gemm(w, kernel)
+    if gemm and k_loop(kernel) == "flat":
+        _k_loop_flat(w, kernel)
+    elif gemm:
+        _k_loop_taps(w, kernel)
     else:
         _k_loop_direct(w, kernel)
     _epilogue(w, kernel)
@@ -198,6 +259,13 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
     launcher.begin(w)
     w.indent()
     launcher.contiguous(w)
+    order = ", ".join(str(d) for d in range(2, len(dims) + 2))
+    if channels_last(kernel):
+        w("# channels last: a tile row's K block (the channels of one pixel) is one contiguous vector,")
+        w("# where NC* strides the channels by a plane and Triton cannot prove the pixels contiguous")
+        w(f"{x}_cl = {x}.permute(0, {order}, 1).contiguous()")
+    w("# [taps, C_in/groups, C_out]: a weight tile's output channels are contiguous (a small copy)")
+    w(f"{weight}_taps = {weight}.permute({order}, 1, 0).contiguous()")
     w(f"n_batch, C_in = {x}.shape[0], {x}.shape[1]")
     w(f"C_out, CIG = {weight}.shape[0], {weight}.shape[1]")
     w("COG = C_out // (C_in // CIG)  # output channels per group")
@@ -216,8 +284,9 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
     w("M = n_batch * " + " * ".join(f"out_{s}" for s in dims))
     w("K = CIG * " + " * ".join(f"ks_{s}" for s in dims))
     geometry = [f"{what}_{s}" for what in ("in", "out", "ks", "stride", "pad", "dil") for s in dims]
-    args = [x, weight] + [o.value for o in kernel.operands] + [o.value for o in kernel.outputs] + \
-        ["n_batch", "C_in", "C_out", "CIG", "COG", "M", "K"] + geometry
+    source = f"{x}_cl" if channels_last(kernel) else x
+    args = [source, f"{weight}_taps"] + [o.value for o in kernel.operands] + \
+        [o.value for o in kernel.outputs] + ["n_batch", "C_in", "C_out", "CIG", "COG", "M", "K"] + geometry
     cols, groups = ("COG", "C_in // CIG") if is_gemm(kernel) else ("C_out", "1")
     if cfg.get("autotune"):
         w(f"grid = lambda meta: (triton.cdiv(M, meta['BLOCK_M']) * triton.cdiv({cols}, meta['BLOCK_N']), "
@@ -242,10 +311,10 @@ def tuning_space(kernel: Kernel) -> list[dict]:
         keys = ["BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages"]
         if kernel.space.get("dtype") in ("float16", "bfloat16"):
             candidates = ((128, 128, 64, 8, 3), (128, 64, 64, 4, 3), (64, 128, 64, 4, 3), (64, 64, 64, 4, 3),
-                          (128, 64, 32, 4, 4))
-        else:
-            candidates = ((64, 64, 32, 4, 2), (128, 64, 32, 4, 3), (64, 128, 32, 4, 3), (128, 128, 32, 8, 3),
-                          (32, 64, 32, 4, 2), (64, 32, 32, 4, 2))
+                          (128, 64, 32, 4, 4), (256, 64, 32, 8, 4))
+        else:  # 256 x 64 tiles led the probe's fp32 tiles on an H100 (conv_lower.TAPS_CONFIG)
+            candidates = ((256, 64, 32, 8, 4), (256, 64, 16, 8, 4), (128, 64, 32, 4, 3), (64, 64, 32, 4, 2),
+                          (64, 64, 16, 4, 4), (128, 128, 32, 8, 3))
     else:
         keys = ["BLOCK_M", "BLOCK_N", "num_warps", "num_stages"]
         candidates = ((64, 32, 4, 2), (128, 32, 4, 2), (64, 64, 4, 2), (128, 64, 8, 2), (32, 32, 2, 2))
