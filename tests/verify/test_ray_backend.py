@@ -225,3 +225,30 @@ def test_one_actor_per_gpu_and_one_cache_for_all(ray_instance, one_process_table
         again = [verifier.verify(task, program) for task, program in suite()]
         verifier.actors, verifier._idle = actors, idle  # for close()
     assert table(first[i] for i in range(len(first))) == one_process_table == table(again)
+
+
+@pytest.mark.slow
+def test_the_bench_runs_a_task_per_actor_with_the_sequential_rows(ray_instance, tmp_path):
+    from rich.console import Console
+
+    from mtmc.bench import run_bench
+
+    tasks = [load_task(name) for name in ("gelu_tanh", "softplus", "sum_lastdim")]
+    roles = {"planner": {"_target_": "planners.heuristic.HeuristicPlanner"},
+             "coder": {"_target_": "coders.template.TemplateCoder"}}
+    optimize = {"max_steps": 2, "max_retries": 0, "time_limit_s": 600.0,
+                "reward": {"_target_": "mtmc.reward.RewardConfig"}}
+    verifiers = {"ray": {"_target_": "mtmc.verify.ray_backend.RayVerifier", "actors": 2, "gpus_per_actor": 1,
+                         "seed": SEED},
+                 "here": {"_target_": "mtmc.verify.InterpreterVerifier", "seed": SEED}}
+    rows, printed = {}, {}
+    for name, verifier in verifiers.items():
+        with (tmp_path / f"{name}.txt").open("w") as f:
+            rows[name] = run_bench(tasks, tmp_path / name, roles={**roles, "verifier": verifier},
+                                   optimize=optimize, gpus=[0, 1] if name == "ray" else [],  # ray: ignored
+                                   console=Console(file=f, width=200))
+        printed[name] = (tmp_path / f"{name}.txt").read_text()
+    assert "2 tasks at a time" in printed["ray"] and printed["ray"].count("/3]") == 3
+    kept = ("task", "status", "correct", "steps", "verifier_calls", "verified")
+    assert [{k: r[k] for k in kept} for r in rows["ray"]] == [{k: r[k] for k in kept} for r in rows["here"]]
+    assert all(r["correct"] for r in rows["ray"])
