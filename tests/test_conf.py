@@ -48,3 +48,17 @@ def test_run_folder_is_named_after_the_task_file():
     assert cfg.hydra.run.dir.startswith("runs/my_op/")
     resumed = composed("optimize", ["task=softmax_lastdim", "resume=runs/x/1"])
     assert resumed.hydra.run.dir == "runs/x/1"
+
+
+@pytest.mark.parametrize("launcher, target", [
+    ("mtmc_slurm", "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher"),
+    ("mtmc_ray", "hydra_plugins.hydra_ray_launcher.ray_launcher.RayLauncher")])
+def test_cluster_launchers_compose_without_their_plugins(launcher, target):
+    """What `mtmc bench -m hydra/launcher=<launcher> ... --cfg job` composes; launching needs the plugin."""
+    cfg = composed("bench", ["suite=builtin:eval", "verifier=ray", f"hydra/launcher={launcher}"])
+    assert cfg.hydra.launcher._target_ == target
+    assert cfg.verifier._target_ == "mtmc.verify.ray_backend.RayVerifier"
+    if launcher == "mtmc_slurm":
+        assert cfg.hydra.launcher.submitit_folder.endswith("/.submitit/%j")  # resolves in a sweep dir
+    else:
+        assert cfg.hydra.launcher.ray.remote.num_gpus == 0  # the GPUs are the verifier actors'

@@ -18,6 +18,12 @@ sees exactly one device and each GPU runs one task at a time. Without GPUs, the 
 after another (the Triton interpreter: correctness only). Roles are built once per worker, not per
 task: LLM planners and coders load their model once; planners keep no per-task state (they read the
 run's history), so sharing one across tasks does not change their choices.
+
+A verifier that judges several programs at once (`concurrency` > 1: verifier=ray, one verdict per
+actor) is built once, here, and the bench runs that many tasks at a time in threads of this process
+(`run_concurrently`); the GPUs are the actors' (the job passes no `gpus`). The threads take turns:
+everything but waiting for a verdict (planner, coder, graph, files, progress lines) runs one thread
+at a time, as in the sequential loop, so roles need not be thread-safe (the fx tracer is not).
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ import json
 import multiprocessing
 import multiprocessing.connection
 import os
+import queue
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
@@ -50,6 +58,9 @@ TASK_RESULT = "bench.json"
 CONFIG = "bench_config.json"
 # Bump when a row's meaning changes: older bench.json files then count as unfinished (2: port_ms).
 FORMAT = 2
+# Verifiers whose workers hold the GPUs themselves, anywhere on a cluster: the bench starts no GPU
+# workers of its own and runs here, as many tasks at a time as the verifier judges programs at once.
+CLUSTER_VERIFIERS = {"mtmc.verify.ray_backend.RayVerifier"}
 
 
 class FolderInUse(ValueError):
@@ -73,12 +84,14 @@ def run_bench(tasks: Sequence[Task], out_dir: str | Path, *, roles: dict[str, di
     """Rows in suite order: finished earlier, run now, or `missing` (its worker died)."""
     console = console or Console(stderr=True)
     gpus = [str(g) for g in gpus]  # CUDA_VISIBLE_DEVICES entries: indices, or GPU/MIG UUIDs
+    if roles["verifier"].get("_target_") in CLUSTER_VERIFIERS:
+        gpus = []  # the verifier's actors hold the GPUs
     job = BenchJob(Path(out_dir), dict(roles), dict(optimize), list(calibrations))
     job.out_dir.mkdir(parents=True, exist_ok=True)
     check_config(job)
     rows = {t.name: row for t in tasks if (row := finished_row(job.out_dir / t.name, retry_errors))}
     todo = [t for t in tasks if t.name not in rows]
-    where = f"{len(gpus)} GPU worker(s)" if gpus else "here, one at a time"
+    where = f"{len(gpus)} GPU worker(s)" if gpus else "here"
     console.print(f"[bold]{len(tasks)} tasks[/]: {len(rows)} finished earlier (skipped), {len(todo)} to run "
                   f"({where}) -> {job.out_dir}", soft_wrap=True)
 
@@ -90,8 +103,14 @@ def run_bench(tasks: Sequence[Task], out_dir: str | Path, *, roles: dict[str, di
         run_on_gpus(todo, job, gpus, report, console)
     elif todo:
         with built_roles(job.roles) as roles_:
-            for task in todo:
-                report(run_task(task, roles_, job))
+            slots = min(getattr(roles_.verifier, "concurrency", 1), len(todo))
+            if slots > 1:
+                console.print(f"{slots} tasks at a time: the verifier judges {slots} programs at once",
+                              soft_wrap=True)
+                run_concurrently(todo, roles_, job, report, slots)
+            else:
+                for task in todo:
+                    report(run_task(task, roles_, job))
     return [rows.get(t.name) or missing_row(t) for t in tasks]
 
 
@@ -182,6 +201,52 @@ def check_config(job: BenchJob) -> None:
                    if recorded.get(part, {}).get(key) != value]
         raise FolderInUse(f"{job.out_dir} holds results of another configuration (differs in {changed}); "
                          f"use a fresh folder, or the configuration recorded in {CONFIG}")
+
+
+# ---------------------------------------------------------------------------------------------------
+# a concurrent verifier (verifier=ray): several tasks in threads here, taking turns but for verdicts
+
+
+class _VerifyWithoutTurn:
+    """The shared verifier, called with the turn released while its verdict is on the way."""
+
+    def __init__(self, verifier: Verifier, turn: threading.Lock) -> None:
+        self.verifier = verifier
+        self.turn = turn
+
+    def verify(self, task: Task, program: Any) -> Any:
+        self.turn.release()
+        try:
+            return self.verifier.verify(task, program)
+        finally:
+            self.turn.acquire()
+
+
+def run_concurrently(todo: Sequence[Task], roles: Roles, job: BenchJob, report: Callable[[Row], None],
+                     slots: int) -> None:
+    """`slots` threads take the tasks in suite order; one holds the turn at a time but while it waits
+    for a verdict, so up to `slots` verdicts are in flight and the rest runs as if sequential."""
+    turn = threading.Lock()
+    shared = Roles(roles.planner, roles.coder, _VerifyWithoutTurn(roles.verifier, turn))
+    pending: queue.Queue[Task] = queue.Queue()
+    for task in todo:
+        pending.put(task)
+
+    def work() -> None:
+        with turn:
+            while True:
+                try:
+                    task = pending.get_nowait()
+                except queue.Empty:
+                    return
+                report(run_task(task, shared, job))  # run_task turns any exception into an error row
+
+    # daemon: a Ctrl-C here ends the job; each unfinished task resumes from its checkpoint next time
+    threads = [threading.Thread(target=work, name=f"mtmc-bench-{i}", daemon=True) for i in range(slots)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
 
 
 # ---------------------------------------------------------------------------------------------------

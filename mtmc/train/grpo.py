@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import logging
 import random
+from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -59,7 +60,8 @@ class StepReward:
     The extra arguments are the dataset's columns (see `plan_states`). Programs and verdicts are
     cached in memory by (task, accepted steps) and (task, program digest): a GRPO group samples the
     same strategy many times, and each distinct candidate reaches the verifier once. (The verifier's
-    own SQLite cache, `verifier.cache_path`, keeps them across runs.)
+    own SQLite cache, `verifier.cache_path`, keeps them across runs.) A verifier with `verify_many`
+    (verifier=ray) gets a batch's new candidates all at once (`prepare`).
     """
 
     def __init__(self, coder: Coder, verifier: Verifier, tasks: Mapping[str, Task],
@@ -71,20 +73,24 @@ class StepReward:
         self.programs: dict[tuple[str, tuple[str, ...]], Program] = {}
         self.verdicts: dict[tuple[str, str], Verdict] = {}
         self.verifier_calls = 0
+        self.prepared: dict[tuple[str, str | None, str], deque[Program | Verdict]] = {}  # by prepare()
 
     def __call__(self, prompts: list[str], completions: list[str], task: list[str], step: list[int],
                  accepted: list[list[str]], previous: list[str], **kwargs: Any) -> list[float]:
-        return [self.score(*row) for row in zip(completions, task, step, accepted, previous, strict=True)]
+        rows = list(zip(completions, task, step, accepted, previous, strict=True))
+        if callable(getattr(self.verifier, "verify_many", None)):
+            self.prepare(rows)
+        try:
+            return [self.score(*row) for row in rows]
+        finally:
+            self.prepared.clear()
 
     def score(self, completion: str, task_name: str, step: int, accepted: Sequence[str],
               previous: str) -> float:
         task = self.tasks[task_name]
         program = self.replay(task, tuple(accepted))
-        try:
-            strategy = Strategy.parse(completion)
-        except StrategyError:
-            return self.reward.rejected
-        if strategy not in self.coder.legal_strategies(task, program):
+        strategy = self.legal(completion, task, program)
+        if strategy is None:
             return self.reward.rejected
         if strategy.is_stop:
             return 0.0
@@ -92,19 +98,58 @@ class StepReward:
         before = Verdict.from_dict(json.loads(previous)) if previous else None
         return step_reward(verdict, before, self.reward, step=step)
 
+    def legal(self, completion: str, task: Task, program: Program | None) -> Strategy | None:
+        """The completion's strategy when it parses and is a legal step of `program`, else None."""
+        try:
+            strategy = Strategy.parse(completion)
+        except StrategyError:
+            return None
+        return strategy if strategy in self.coder.legal_strategies(task, program) else None
+
     def replay(self, task: Task, accepted: tuple[str, ...]) -> Program | None:
         return replay(self.coder, task, accepted, self.programs)
 
     def judge(self, task: Task, program: Program | None, strategy: Strategy) -> Verdict:
-        try:
-            candidate = self.coder.apply(task, program, strategy)
-        except CoderError as err:  # what the optimize graph's code node makes of it
-            return Verdict(Status.COMPILE_ERROR, message=f"coder error: {err}")
+        ready = self.prepared.get(_step_key(task, program, strategy))
+        candidate = ready.popleft() if ready else self.apply(task, program, strategy)
+        if isinstance(candidate, Verdict):
+            return candidate
         key = (task.name, candidate.digest)
         if key not in self.verdicts:
             self.verifier_calls += 1
             self.verdicts[key] = self.verifier.verify(task, candidate)
         return self.verdicts[key]
+
+    def apply(self, task: Task, program: Program | None, strategy: Strategy) -> Program | Verdict:
+        try:
+            return self.coder.apply(task, program, strategy)
+        except CoderError as err:  # what the optimize graph's code node makes of it
+            return Verdict(Status.COMPILE_ERROR, message=f"coder error: {err}")
+
+    def prepare(self, rows: Sequence[tuple]) -> None:
+        """For a verifier that judges many programs at once (verifier=ray: one per actor): apply every
+        row's step first, in row order, and judge the new candidates together; `judge` then takes each
+        row's own candidate (an LLM coder's too: one apply per row, as without this) and its verdict."""
+        new: dict[tuple[str, str], tuple[Task, Program]] = {}
+        for completion, task_name, _, accepted, _ in rows:
+            task = self.tasks[task_name]
+            program = self.replay(task, tuple(accepted))
+            strategy = self.legal(completion, task, program)
+            if strategy is None or strategy.is_stop:
+                continue
+            candidate = self.apply(task, program, strategy)
+            self.prepared.setdefault(_step_key(task, program, strategy), deque()).append(candidate)
+            if isinstance(candidate, Program) and (task.name, candidate.digest) not in self.verdicts:
+                new[(task.name, candidate.digest)] = (task, candidate)
+        pairs = list(new.values())
+        for index, verdict in self.verifier.verify_many(pairs):
+            task, candidate = pairs[index]
+            self.verifier_calls += 1
+            self.verdicts[(task.name, candidate.digest)] = verdict
+
+
+def _step_key(task: Task, program: Program | None, strategy: Strategy) -> tuple[str, str | None, str]:
+    return task.name, program.digest if program is not None else None, str(strategy)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -3,6 +3,8 @@
 Backends: `InterpreterVerifier` (CPU, Triton interpreter, correctness only) and `LocalVerifier`
 (one warm fork-server per GPU: correctness, proof of work, timing). `make_verifier("auto")`
 picks one. See verifier.py for the protocol and docs/design.md "Verification" for why.
+`mtmc.verify.ray_backend.RayVerifier` (the `ray` extra) runs either one in Ray actors over a
+cluster; it is not imported here, so the package stays Ray-free.
 """
 
 from mtmc.verify.static import StaticReport, Violation, check_source

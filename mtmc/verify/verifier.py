@@ -129,8 +129,7 @@ class Engine:
     def verify(self, task: Task, program: Program) -> Verdict:
         start = time.monotonic()
         self._check_integrity()
-        key = cache_key(task.source, hashlib.sha256(program.source.encode()).hexdigest(), self.device,
-                        VERIFIER_VERSION, self.settings.fingerprint())
+        key = verdict_key(task, program, self.device, self.settings.fingerprint())
         cached = self.cache.get(key) if self.cache is not None else None
         if cached is not None:
             return cached
@@ -145,7 +144,7 @@ class Engine:
         verdict.isolation = self.isolation
         verdict.verifier_version = VERIFIER_VERSION
         verdict.wall_s = round(time.monotonic() - start, 3)
-        if self.cache is not None and not any(f.startswith("infrastructure") for f in verdict.flags):
+        if self.cache is not None and cacheable(verdict):
             self.cache.put(key, verdict, task.name, program.digest)
         return verdict
 
@@ -530,6 +529,18 @@ def make_verifier(backend: str = "auto", **kwargs: Any) -> InterpreterVerifier |
 
 
 # --- helpers -------------------------------------------------------------------------------------
+def verdict_key(task: Task, program: Program, device: str, fingerprint: str) -> str:
+    """The verdict cache's key of `program` on `task`, judged on `device` with settings `fingerprint`
+    (a Ray driver computes the same key as its actors' engines: ray_backend.py)."""
+    return cache_key(task.source, hashlib.sha256(program.source.encode()).hexdigest(), device,
+                     VERIFIER_VERSION, fingerprint)
+
+
+def cacheable(verdict: Verdict) -> bool:
+    """An infrastructure failure (a dead worker or actor) says nothing about the program: never cached."""
+    return not any(f.startswith("infrastructure") for f in verdict.flags)
+
+
 def _worker_env(overrides: dict[str, str | None]) -> dict[str, str]:
     package_root = str(Path(mtmc.__file__).resolve().parents[1])
     path = os.pathsep.join(p for p in [package_root, os.environ.get("PYTHONPATH", "")] if p)

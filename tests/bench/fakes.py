@@ -9,6 +9,7 @@ device names the worker's CUDA_VISIBLE_DEVICES, so a test can see which GPU work
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -66,11 +67,18 @@ class FakeTimedVerifier:
     crash_flag: while this file exists, verifying a `crash_step` program of `crash_task` removes the
       file and then raises (crash_exit=False) or kills the whole process (crash_exit=True): a
       one-off crash in the middle of a task.
+    concurrency: how many verdicts it claims to judge at once (as verifier=ray's actors do); the
+      class counts the calls in flight across threads (`in_flight`, its peak `max_in_flight`).
     """
+
+    in_flight = 0
+    max_in_flight = 0
+    _counting = threading.Lock()
 
     def __init__(self, eager_ms: dict[str, float], compiled_ms: dict[str, float], sleep_s: float = 0.0,
                  calls_log: str | None = None, crash_flag: str | None = None, crash_task: str = "",
-                 crash_step: str = "", crash_exit: bool = False) -> None:
+                 crash_step: str = "", crash_exit: bool = False, concurrency: int = 1) -> None:
+        self.concurrency = concurrency
         self.eager_ms, self.compiled_ms = dict(eager_ms), dict(compiled_ms)
         self.sleep_s = sleep_s
         self.calls_log = calls_log
@@ -83,12 +91,20 @@ class FakeTimedVerifier:
             with open(self.calls_log, "a") as log:
                 log.write(f"{task.name} {step}\n")
         self._maybe_crash(task, step)
+        self._count(+1)
         time.sleep(self.sleep_s)
+        self._count(-1)
         status, _, ms = last_outcome(program.source).partition("@")
         if Status(status) != Status.OK:
             return Verdict(Status(status), message=f"scripted {status}", device=fake_device())
         return Verdict(Status.OK, candidate_ms=float(ms), eager_ms=self.eager_ms[task.name],
                        compiled_ms=self.compiled_ms[task.name], device=fake_device())
+
+    @classmethod
+    def _count(cls, change: int) -> None:
+        with cls._counting:
+            cls.in_flight += change
+            cls.max_in_flight = max(cls.max_in_flight, cls.in_flight)
 
     def _maybe_crash(self, task: Task, step: str) -> None:
         flag = Path(self.crash_flag) if self.crash_flag else None

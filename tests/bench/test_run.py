@@ -14,9 +14,18 @@ import math
 import pytest
 from rich.console import Console
 
+from mtmc.bench import run as run_module
 from mtmc.bench import run_bench, write_report
 from mtmc.bench.run import CONFIG, TASK_RESULT, FolderInUse
-from tests.bench.fakes import COMPILED, EAGER, OPTIMIZE, TASK_BYTES, fake_device, tiny_tasks
+from tests.bench.fakes import (
+    COMPILED,
+    EAGER,
+    OPTIMIZE,
+    TASK_BYTES,
+    FakeTimedVerifier,
+    fake_device,
+    tiny_tasks,
+)
 from tests.bench.fakes import scripted_roles as roles
 
 
@@ -149,3 +158,23 @@ def test_one_worker_per_gpu_and_a_dead_worker_loses_only_its_task(tmp_path):
     rows = bench(tasks, out, roles_)
     assert [r["status"] for r in rows] == ["ok"] * 4
     assert calls(log).count("d port") == 2 and calls(log).count("a port") == 1
+
+
+def test_a_concurrent_verifier_runs_that_many_tasks_at_once_here(tmp_path, monkeypatch):
+    """verifier=ray's case: one verifier judging 2 programs at once; the bench runs 2 tasks at a time in
+    this process (its GPUs are the verifier's: `gpus` is ignored), with the sequential run's rows."""
+    monkeypatch.setattr(run_module, "CLUSTER_VERIFIERS", {"tests.bench.fakes.FakeTimedVerifier"})
+    monkeypatch.setattr(FakeTimedVerifier, "max_in_flight", 0)
+    out, log = tmp_path / "bench", tmp_path / "calls.log"
+    tasks = tiny_tasks("a", "b", "c", "d")
+    rows = bench(tasks, out, roles(sleep_s=0.3, concurrency=2, calls_log=str(log)), gpus=[0, 1])
+    assert FakeTimedVerifier.max_in_flight == 2
+    assert [r["task"] for r in rows] == ["a", "b", "c", "d"] and all(r["correct"] for r in rows)
+    assert {r["device"] for r in rows} == {"fake gpu -"}  # judged here, no GPU worker spawned
+    assert sorted(calls(log)) == sorted(f"{t} {s}" for t in "abcd" for s in ("port", "tile BLOCK=1024"))
+    assert "2 tasks at a time" in console_text(out) and console_text(out).count("/4]") >= 4
+
+    sequential = bench(tasks, tmp_path / "sequential", roles(sleep_s=0.0, calls_log=str(tmp_path / "x")))
+    drop = {"wall_s", "started", "finished"}
+    assert [{k: v for k, v in r.items() if k not in drop} for r in rows] == \
+        [{k: v for k, v in r.items() if k not in drop} for r in sequential]

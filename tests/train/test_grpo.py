@@ -66,6 +66,30 @@ def test_each_distinct_candidate_is_verified_once():
     assert reward.verifier_calls == reward.verifier.calls == 2
 
 
+class BatchingVerifier(TaggedVerifier):
+    """A verifier that judges many programs at once (as verifier=ray does), answering in reverse order."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.batches: list[int] = []
+
+    def verify_many(self, pairs):
+        self.batches.append(len(pairs))
+        return reversed([(i, self.verify(task, program)) for i, (task, program) in enumerate(pairs)])
+
+
+def test_a_batching_verifier_gets_the_new_candidates_at_once_with_the_same_rewards():
+    completions = [" num_warps 8", " fuse epilogue", " vectorize", " autotune", " stop", " nonsense",
+                   " fuse epilogue"] * 2
+    one_by_one, batched = scripted_reward(), scripted_reward()
+    batched.verifier = BatchingVerifier(eager_ms=1.0)
+    assert rewards(batched, completions) == rewards(one_by_one, completions)
+    assert batched.verifier.batches == [3] and batched.verifier_calls == one_by_one.verifier_calls == 3
+    assert batched.coder.calls == one_by_one.coder.calls  # one apply per row that reaches the coder
+    rewards(batched, completions)
+    assert batched.verifier.batches == [3, 0]  # every candidate judged already
+
+
 def test_reward_with_the_template_coder_and_the_interpreter():
     task = load_task("scale_bias_rows")
     with InterpreterVerifier(seeds=1) as verifier:
