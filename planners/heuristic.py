@@ -5,16 +5,16 @@ attention or matmul -> softmax chain first, where the coder offers one), then tu
 regime, read from the summary:
 
 - matmul-heavy (most FLOPs in matmuls/convs and FLOP/byte above `compute_bound_intensity`):
-  fp32 dots first move to `precision tf32x3` (three TF32 tensor-core products: on the H200 its
-  error against an fp64 product was 2.4e-7 against cuBLAS fp32's 1.1e-6, at 1.07-1.56x cuBLAS's
-  speed), split-K when the output has fewer 128x128 tiles than SMs or the reduction is far
-  longer than the output is wide, then autotune, then persistent (the template's 16-bit GEMMs
-  load tiles with TMA; persistent and autotuned they ran 0.99-1.00x cuBLAS on three of four H200
-  shapes), GROUP_M=8 L2 swizzle, and only then fixed tiles and single knobs. Autotune comes
-  right after the fusions because its menu holds the known-good configurations: on the H100 and
-  H200 suite runs, a fixed tile was slower than the port more often than not, and
-  linear_gelu_bf16 and linear_swish_fp16 stopped on two knobs that did not help (`patience`)
-  before reaching autotune.
+  fp32 matmul dots first move to `precision tf32x3` (three TF32 tensor-core products: on the H200
+  its error against an fp64 product was 2.4e-7 against cuBLAS fp32's 1.1e-6, at 1.07-1.56x cuBLAS's
+  speed; convolutions keep the TF32 they port with, as cuDNN's default), split-K when the output
+  has fewer 128x128 tiles than SMs or the reduction is far longer than the output is wide, then
+  autotune, then persistent (the template's 16-bit GEMMs load tiles with TMA; persistent and
+  autotuned they ran 0.99-1.00x cuBLAS on three of four H200 shapes), GROUP_M=8 L2 swizzle, and
+  only then fixed tiles and single knobs. Autotune comes right after the fusions because its menu
+  holds the known-good configurations: on the H100 and H200 suite runs, a fixed tile was slower
+  than the port more often than not, and linear_gelu_bf16 and linear_swish_fp16 stopped on two
+  knobs that did not help (`patience`) before reaching autotune.
 - memory-bound: a split of the reduced extent into 16 parallel chunks where the coder offers one
   (it does only for a reduction that launches fewer than two programs per SM: on the H200 suite run
   mean_dim0's port ran 256 programs, 16384 columns of 64, each down 65536 rows, at 50% of the floor
@@ -85,7 +85,9 @@ class HeuristicPlanner:
             tile = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64} if half else \
                 {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32}
             wishes: list[Wish] = [*WHOLE_CHAIN_FUSIONS, ("fuse", {})]
-            if not half:
+            if not half and "convolution" not in summary.ops:
+                # convolutions already run TF32 tiles, as eager's cuDNN does (coders/template/
+                # conv_lower.py): tf32x3 would triple their tensor-core work for accuracy eager lacks
                 wishes.append(("precision", {"value": "tf32x3"}))
             if self.wants_split_k(summary):
                 wishes.append(("split_k", {"value": 4}))

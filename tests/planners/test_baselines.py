@@ -26,10 +26,11 @@ TUNING = ["fuse epilogue", "tile BLOCK_M=64 BLOCK_N=64 BLOCK_K=32", "tile BLOCK_
           "precision tf32x3", "stop"]
 
 
-def summary(*, matmul: bool, out_shape=(4096, 4096), dtype="float32", in_shape=(4096, 4096)) -> TaskSummary:
+def summary(*, matmul: bool, out_shape=(4096, 4096), dtype="float32", in_shape=(4096, 4096),
+            op="mm") -> TaskSummary:
     if matmul:  # 4096^3 GEMM: 137 GFLOP over 201 MB, ~680 FLOP/B
         flops, bytes_min = 2 * 4096**3, 3 * 4096 * 4096 * 4
-        return TaskSummary("mm", {"mm": 1}, [TensorInfo([4096, 4096], dtype)] * 2,
+        return TaskSummary("mm", {op: 1}, [TensorInfo([4096, 4096], dtype)] * 2,
                            [TensorInfo(list(out_shape), dtype)], 0, flops, flops, bytes_min)
     numel = 4096 * 4096  # softmax-like: a few FLOP per element
     return TaskSummary("sm", {"softmax": 1}, [TensorInfo(list(in_shape), dtype)],
@@ -75,6 +76,12 @@ def test_heuristic_tunes_a_matmul_like_a_gemm():
     assert steps == ["fuse epilogue", "precision tf32x3", "autotune", "persistent", "group_m 8",
                      "tile BLOCK_M=128 BLOCK_N=128 BLOCK_K=64", "num_stages 3",
                      "num_warps 8"]  # many output tiles: no split-K
+
+
+def test_heuristic_keeps_the_tf32_of_an_fp32_convolution():
+    steps = play(HeuristicPlanner(), TUNING, matmul=True, op="convolution")
+    assert not any(s.startswith("precision") for s in steps)  # tf32 already, as cuDNN's default
+    assert steps[:2] == ["fuse epilogue", "autotune"]
 
 
 def test_heuristic_never_picks_a_reduced_precision_for_fp32_accuracy():
