@@ -18,9 +18,11 @@ from coders.template.emit import conv_transpose as conv_transpose_emit
 from coders.template.emit import matmul as matmul_emit
 from coders.template.emit import pool as pool_emit
 from coders.template.emit import reduce as reduce_emit
+from coders.template.emit import scan as scan_emit
 from coders.template.emit.common import FusionError, check_operands, needed
 from coders.template.ir import Kernel, Op, Operand, Output, ProgramIR, PyStep, step_outs, step_uses
 from coders.template.lower import attention_kernel
+from coders.template.scans import WALK_KINDS
 
 # kernels computing a GEMM (explicit or implicit) on an fp32 accumulator tile: hosts of the
 # elementwise epilogues after them, never guests of another kernel
@@ -67,6 +69,8 @@ def validate(kernel: Kernel) -> None:
         check_operands(kernel, conv_transpose_emit.epilogue_axes(kernel))
     elif kernel.kind == "pool":
         pool_emit.check(kernel)
+    elif kernel.kind in WALK_KINDS:
+        scan_emit.check(kernel)
 
 
 def space_shape(ir: ProgramIR, kernel: Kernel) -> list[int]:
@@ -126,6 +130,10 @@ def in_order(ir: ProgramIR) -> bool:
 def dim_map(ir: ProgramIR, host: Kernel, guest: Kernel) -> tuple[dict[int, int], bool] | None:
     """Guest space dim -> host space dim, and whether the guest runs on the host's reduced level."""
     h, g = space_shape(ir, host), space_shape(ir, guest)
+    if host.kind in WALK_KINDS:
+        # elementwise ops over a scan's or arg-reduction's input (a prologue), dim for dim
+        same = guest.kind == "pointwise" and g == h
+        return ({i: i for i in range(len(g))}, False) if same else None
     if host.kind == "pool":
         # elementwise ops over the pool's input (a prologue) or its output (an epilogue), dim for dim
         same = guest.kind == "pointwise" and g in (h, host.space["in_traced"])
@@ -170,13 +178,15 @@ def broadcasts(small: list[int], big: list[int]) -> bool:
 def merge(ir: ProgramIR, producer: Kernel, consumer: Kernel) -> ProgramIR:
     """A new IR with the two kernels merged into one (raises NotFusable)."""
     prologue = producer.kind == "pointwise" and (
-        consumer.kind in ("reduce", "pool") or (consumer.kind == "pointwise" and broadcasts(
+        consumer.kind in ("reduce", "pool", *WALK_KINDS) or (consumer.kind == "pointwise" and broadcasts(
             space_shape(ir, producer), space_shape(ir, consumer))))
     host, guest = (consumer, producer) if prologue else (producer, consumer)
     if host.kind == "attention" or guest.kind in (*GEMM_KINDS, "attention"):
         raise NotFusable("attention, matmul and conv kernels only take elementwise epilogues")
     if host.kind == "pointwise" and guest.kind == "reduce":
         raise NotFusable("a pointwise kernel cannot host a reduction")
+    if guest.kind in WALK_KINDS or (host.kind in WALK_KINDS and not prologue):
+        raise NotFusable("a scan or arg-reduction takes elementwise ops on its input only")
     if guest.kind == "pool" or (host.kind == "pool" and space_shape(ir, guest) !=
                                 (host.space["in_traced"] if prologue else space_shape(ir, host))):
         raise NotFusable("a pool kernel takes elementwise ops on its input or its output only")
@@ -343,7 +353,7 @@ def _fix_space(ir: ProgramIR, merged: Kernel, host: Kernel, guest: Kernel) -> No
     full = list(range(len(merged.space["traced"])))
     reads = {o.value for o in merged.operands}
     candidates = [o.value for o in merged.operands if o.dims == full and not o.scalar]
-    if merged.kind == "reduce" and merged.space["input"] not in reads:
+    if merged.kind in ("reduce", *WALK_KINDS) and merged.space["input"] not in reads:
         if not candidates:
             raise NotFusable("no input of the merged kernel has the reduction's shape")
         merged.space["input"] = candidates[0]
@@ -396,8 +406,8 @@ def pairs(ir: ProgramIR) -> list[tuple[str, Kernel, Kernel]]:
         for producer in producers:
             inline = producer.kind == "pointwise" and consumer.kind == "pointwise" and \
                 broadcasts(space_shape(ir, producer), space_shape(ir, consumer))
-            kind = "prologue" if producer.kind == "pointwise" and consumer.kind in ("reduce", "pool") or \
-                inline else "epilogue"
+            hosts_prologues = consumer.kind in ("reduce", "pool", *WALK_KINDS)
+            kind = "prologue" if producer.kind == "pointwise" and hosts_prologues or inline else "epilogue"
             out.append((kind, producer, consumer))
     return out
 

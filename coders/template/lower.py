@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from coders.template import pooling
+from coders.template import pooling, scans
 from coders.template.conv_lower import lower_conv
 from coders.template.conv_transpose_lower import lower_conv_transpose
 from coders.template.ir import Kernel, Op, Operand, Output, ProgramIR, PyStep
@@ -69,6 +69,10 @@ def lower(graph: Graph) -> ProgramIR:
             ir.steps.append(pooling.lower_pool(graph, node, used))
         elif node.kind == "pool_indices":
             continue  # a second output of its pool's kernel
+        elif node.kind in scans.WALK_KINDS:
+            ir.steps.append(scans.lower_walk(graph, node))
+        elif node.kind in ("flip", "zeros"):
+            raise unsupported(f"{node.op} (other than around a cumsum: a reverse or an exclusive scan)")
         else:
             raise unsupported(f"node kind {node.kind}")
     ir.patterns = _attention_patterns(graph)

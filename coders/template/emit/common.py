@@ -22,6 +22,9 @@ RESERVED = {"pid", "pid_m", "pid_n", "pid_b", "offs", "mask", "row", "cols", "st
 # the transposed-conv kernel's sizes and epilogue indices (emit/conv_transpose.py)
 RESERVED |= {"rb", "rc", "rs", "m_mask", "n_mask", "batch", "spatial", "C_in", "C_out", "cin_g", "cout_g",
              "S_in", "S_out"}
+# the scan and arg-reduction kernels' own names (emit/scan.py)
+RESERVED |= {"lane", "carry", "at", "src", "pos", "in_walk", "out_mask", "v", "scanned", "best", "best_at",
+             "take", "seen", "is_nan", "any_nan", "top", "hit", "index", "n_walk", "n_inner_blocks"}
 # the conv kernel's own names (emit/conv.py)
 RESERVED |= {"a_mask", "chan", "chan_e", "chan_o", "grp", "img", "img_e", "inside", "k_in", "k_off", "n_pix",
              "pix_e", "rest", "rest_k", "w_cols", "x_cols", "x_rows", "x_start", "num_pid_n"}
