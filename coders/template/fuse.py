@@ -27,6 +27,8 @@ from coders.template.scans import WALK_KINDS
 # kernels computing a GEMM (explicit or implicit) on an fp32 accumulator tile: hosts of the
 # elementwise epilogues after them, never guests of another kernel
 GEMM_KINDS = ("matmul", "conv", "conv_transpose")
+# elementwise ops that read their element's row and column (of the last two dims)
+TRIANGLES = ("triu", "tril")
 
 
 class NotFusable(ValueError):
@@ -71,6 +73,11 @@ def validate(kernel: Kernel) -> None:
         pool_emit.check(kernel)
     elif kernel.kind in WALK_KINDS:
         scan_emit.check(kernel)
+    if kernel.kind not in ("pointwise", "matmul") and \
+            any(op.op in TRIANGLES for op in kernel.body):
+        raise FusionError("triu / tril read the row and column of a pointwise or matmul kernel only")
+    if kernel.kind == "matmul" and any(op.op in TRIANGLES for op in kernel.body):
+        matmul_emit.check_triangles(kernel)
 
 
 def space_shape(ir: ProgramIR, kernel: Kernel) -> list[int]:
@@ -194,6 +201,8 @@ def merge(ir: ProgramIR, producer: Kernel, consumer: Kernel) -> ProgramIR:
     if mapping is None:
         raise NotFusable("the kernels iterate over different spaces")
     dims_of, reduced_level = mapping
+    if any(op.op in TRIANGLES for op in guest.body) and space_shape(ir, guest) != space_shape(ir, host):
+        raise NotFusable("triu / tril index the rows and columns of their own shape")
     if prologue and reduced_level:
         raise NotFusable("a prologue must produce the reduction's input")
     new = copy.deepcopy(ir)

@@ -305,7 +305,7 @@ class _Normalizer:
         if canonical in ("triu", "tril"):
             src = self.meta(args[0])
             if src is None or not src.attrs.get("constant"):
-                raise unsupported(f"{canonical} of a data tensor")
+                return self.triangle_of_data(n.name, canonical, args, kwargs, result)
             # computed by a small Triton kernel: torch.triu in forward would be PyTorch compute
             diagonal = (args[1:] or [kwargs.get("diagonal", 0)])[0]
             expr = f"_triangle({render(args[0])}, {render(diagonal)}, upper={canonical == 'triu'})"
@@ -321,6 +321,17 @@ class _Normalizer:
         if n.target is torch.ones or getattr(n.target, "__name__", "") == "ones":
             node.attrs["ones"] = True
         return ref
+
+    def triangle_of_data(self, name: str, canonical: str, args: list, kwargs: dict, result: Any) -> Ref:
+        """torch.triu / torch.tril of computed data (a matmul's result): an elementwise op that zeroes
+        the elements off the triangle of the last two dims, so it fuses into a matmul's epilogue."""
+        x = args[0]
+        diagonal = (args[1:] or [kwargs.get("diagonal", 0)])[0]
+        if not self.is_tensor(x) or len(self.shape(x)) < 2:
+            raise unsupported(f"{canonical} of a tensor of fewer than 2 dims")
+        if isinstance(diagonal, bool) or not isinstance(diagonal, int):
+            raise unsupported(f"{canonical} with a computed diagonal")
+        return self.add(name, "pw", canonical, [x], {"diagonal": diagonal}, like=result)
 
     def py_call(self, n: fx.Node, args: list, kwargs: dict, result: Any,
                 canonical: str | None = None) -> Ref:
@@ -450,7 +461,7 @@ _RESERVED = {"self", "torch", "nn", "F", "triton", "tl", "math", "min", "max", "
              "True", "False", "shape", "grid", "n", "M", "N", "K", "G", "CPG", "HW", "BLOCK", "BLOCK_M",
              "BLOCK_N", "BLOCK_K", "num_warps", "n_rows", "n_cols", "n_red", "n_inner", "n_outer",
              "n_batch", "qk_scale", "a2", "b2", "a3", "b3", "q3", "k3", "v3", "ws", "Sq", "Sk", "D", "Dv",
-             "meta", "n_walk"}
+             "meta", "n_walk", "tri_rows", "tri_cols"}
 _GENERATED = re.compile(r"^(size|i|acc_)\d*$|_ptr$")
 
 _VIEWS = {"view", "reshape", "flatten", "unflatten", "squeeze", "unsqueeze", "transpose", "permute",
@@ -586,6 +597,7 @@ _reg("zeros_like", _X + ["dtype", "layout", "device", "requires_grad", "memory_f
 _reg("cat", ["tensors", "dim"], torch.cat, torch.concat, torch.concatenate)
 _reg("argmax", _X + ["dim", "keepdim"], torch.argmax, ".argmax")
 _reg("argmin", _X + ["dim", "keepdim"], torch.argmin, ".argmin")
+_reg("einsum", ["*"], torch.einsum)
 
 
 def _bind(canonical: str, params: list[str], args: list, kwargs: dict) -> dict[str, Any]:
@@ -877,6 +889,48 @@ def _h_matmul(nz: _Normalizer, name: str, op: str, b: dict, result: Any) -> Ref:
     return nz.add(name, "matmul", form, [a, m, None], {"form": form}, like=result)
 
 
+def _h_einsum(nz: _Normalizer, name: str, op: str, b: dict, result: Any) -> Ref:
+    """An einsum that is one matmul (einsum_form) becomes that matmul node."""
+    args, kwargs = list(b["args"]), b["kwargs"]
+    if not args or not isinstance(args[0], str) or kwargs:
+        raise unsupported("einsum without a literal equation")
+    equation, operands = args[0], args[1:]
+    if len(operands) == 1 and isinstance(operands[0], list | tuple):
+        operands = list(operands[0])
+    form = einsum_form(equation) if len(operands) == 2 else None
+    if form is None or not all(nz.is_tensor(t) for t in operands):
+        raise unsupported(f"einsum {equation!r} (only the equations of one matmul or bmm)")
+    return nz.add(name, "matmul", form, [operands[0], operands[1], None], {"form": form}, like=result)
+
+
+def einsum_form(equation: str) -> str | None:
+    """The matmul node form an einsum equation of two operands equals, or None:
+    "...k,kn->...n" is "mm" (A's leading dims fold into M), "...k,nk->...n" is "linear" (B is (N, K)),
+    "b..mk,b..kn->b..mn" is "bmm" (the same batch letters, in the same order, leading every term)."""
+    text = equation.replace(" ", "")
+    if "->" not in text or "." in text:
+        return None
+    lhs, out = text.split("->")
+    terms = lhs.split(",")
+    if len(terms) != 2 or any(len(set(t)) != len(t) or not t.isalpha() for t in terms + [out]):
+        return None
+    ta, tb = terms
+    contracted = (set(ta) & set(tb)) - set(out)
+    if len(contracted) != 1 or len(tb) < 2:
+        return None
+    c = contracted.pop()
+    if len(tb) == 2 and len(ta) >= 2 and ta[-1] == c:
+        n = tb.replace(c, "")
+        if n not in ta and out == ta[:-1] + n:
+            return "mm" if tb[0] == c else "linear"
+        return None
+    batch = ta[:-2]
+    if len(ta) == len(tb) >= 3 and tb[:-2] == batch and ta[-1] == c == tb[-2] and \
+            out == batch + ta[-2] + tb[-1] and ta[-2] != tb[-1]:
+        return "bmm"
+    return None
+
+
 def _h_walk(nz: _Normalizer, name: str, op: str, b: dict, result: Any) -> Ref:
     """Scans, arg-reductions and the flips, zeros and cats KernelBench writes around scans."""
     from coders.template import scans  # imported late: it builds on this module
@@ -963,6 +1017,7 @@ _HANDLERS = {
                               "binary_cross_entropy_with_logits")},
     **{op: _h_matmul for op in ("linear", "matmul", "addmm", "baddbmm")},
     "sdpa": _h_sdpa,
+    "einsum": _h_einsum,
     **{op: _h_walk for op in ("cumsum", "cumprod", "flip", "zeros_like", "cat", "argmax", "argmin")},
     **{op: _h_conv for op in ("conv1d", "conv2d", "conv3d")},
     **{op: _h_conv_transpose for op in ("conv_transpose1d", "conv_transpose2d", "conv_transpose3d")},

@@ -9,7 +9,7 @@ persistent grid, and autotuning.
 
 from __future__ import annotations
 
-from coders.template.emit.common import Axis, Writer, check_operands, ptr, tile_epilogue, var
+from coders.template.emit.common import Axis, FusionError, Writer, check_operands, ptr, tile_epilogue, var
 from coders.template.emit.launch import Launcher, autotune_configs, kernel_header, output_alloc, wrap_call
 from coders.template.ir import Kernel
 
@@ -24,6 +24,13 @@ def epilogue_axes(kernel: Kernel) -> list[Axis]:
         return [Axis(list(range(rank - 2)), "pid_b", "n_batch", None),
                 Axis([rank - 2], "rm", "M", "m_mask"), Axis([rank - 1], "rn", "N", "n_mask")]
     return [Axis(list(range(rank - 1)), "rm", "M", "m_mask"), Axis([rank - 1], "rn", "N", "n_mask")]
+
+
+def check_triangles(kernel: Kernel) -> None:
+    """triu / tril in the epilogue read the tile's row and column: rm is a row of the matrix only
+    when no leading dims fold into M (a 2-D matmul, or a bmm whose batch is its own grid axis)."""
+    if not _batched(kernel) and len(kernel.space["traced"]) != 2:
+        raise FusionError("triu / tril after a matmul whose leading dims fold into its rows")
 
 
 def _precision(kernel: Kernel) -> str:
@@ -139,7 +146,7 @@ def _epilogue(w: Writer, kernel: Kernel, out_value: str | None = None) -> None:
     w("rn = offs_n[None, :]")
     w("m_mask = rm < M")
     w("n_mask = rn < N")
-    tile_epilogue(w, kernel, axes)
+    tile_epilogue(w, kernel, axes, row="rm", col="rn")
 
 
 def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
@@ -271,8 +278,8 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
             w(f"N = {b}.shape[1]")
             strides = ["a2.stride(0)", "a2.stride(1)", f"{b}.stride(0)", f"{b}.stride(1)"]
         a_arg, b_arg = "a2", b
-    out = kernel.outputs[0]
-    w(f"{out.value} = {output_alloc(f'{a}.shape[:-1] + (N,)', out.dtype, f'{a}.device')}")
+    for out in kernel.outputs:  # the matmul's own result and each fused op's that is read later
+        w(f"{out.value} = {output_alloc(f'{a}.shape[:-1] + (N,)', out.dtype, f'{a}.device')}")
     split = cfg.get("split_k", 1)
     tiles = "triton.cdiv(M, {bm}) * triton.cdiv(N, {bn})"
     consts = {"BLOCK_M": cfg["BLOCK_M"], "BLOCK_N": cfg["BLOCK_N"], "BLOCK_K": cfg["BLOCK_K"]}
