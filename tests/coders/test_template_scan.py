@@ -110,6 +110,15 @@ def test_a_fused_matmul_writes_its_own_result_when_it_is_read_later(tmp_path):
     check(task, program, tmp_path)
 
 
+def test_a_matrix_vector_product_is_a_row_reduction():
+    """x @ (K, 1) vector: one program per row streams the matrix once (a GEMM tile would waste all but
+    one of its columns); the einsums stay matmuls."""
+    program = coder.apply(local_task("einsum_matvec"), None, PORT)
+    assert [k.kind for k in kernels(program)] == ["matmul", "matmul", "matmul", "reduce"]
+    vector = kernels(program)[-1]
+    assert [op.op for op in vector.body] == ["load", "load", "mul", "sum"] and vector.outputs[0].keepdim
+
+
 FOLDED_ROWS_TASK = '''
 """triu after a matmul whose leading dims fold into its rows: the triangle is of each matrix."""
 import torch
