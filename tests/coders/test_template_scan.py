@@ -110,6 +110,21 @@ def test_a_fused_matmul_writes_its_own_result_when_it_is_read_later(tmp_path):
     check(task, program, tmp_path)
 
 
+def test_a_triangular_product_skips_the_tiles_off_its_triangle(tmp_path):
+    """tril(bmm(x, y), diagonal=-2) fused: in 16 x 16 tiles of a 37 x 41 product, the tiles above
+    the diagonal run no K loop and are stored as zeros; the product returned beside its triu keeps
+    every tile."""
+    task = local_task("matmul_triangles")
+    program = coder.apply(task, coder.apply(task, None, PORT), Strategy.parse("fuse epilogue"))
+    program = coder.apply(task, program, Strategy.parse("fuse epilogue"))
+    ir = ProgramIR.from_dict(program.metadata["template_ir"])
+    for kernel in ir.kernels():
+        kernel.config.update(BLOCK_M=16, BLOCK_N=16, BLOCK_K=16)
+    source = generate(task, ir)
+    assert source.count("skips its K loop") == 1 and "<= -2" in source
+    check(task, Program(source), tmp_path)
+
+
 def test_a_matrix_vector_product_is_a_row_reduction():
     """x @ (K, 1) vector: one program per row streams the matrix once (a GEMM tile would waste all but
     one of its columns); the einsums stay matmuls."""
