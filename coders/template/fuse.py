@@ -18,13 +18,17 @@ from coders.template.emit import conv_transpose as conv_transpose_emit
 from coders.template.emit import matmul as matmul_emit
 from coders.template.emit import pool as pool_emit
 from coders.template.emit import reduce as reduce_emit
+from coders.template.emit import scan as scan_emit
 from coders.template.emit.common import FusionError, check_operands, needed
 from coders.template.ir import Kernel, Op, Operand, Output, ProgramIR, PyStep, step_outs, step_uses
 from coders.template.lower import attention_kernel
+from coders.template.scans import WALK_KINDS
 
 # kernels computing a GEMM (explicit or implicit) on an fp32 accumulator tile: hosts of the
 # elementwise epilogues after them, never guests of another kernel
 GEMM_KINDS = ("matmul", "conv", "conv_transpose")
+# elementwise ops that read their element's row and column (of the last two dims)
+TRIANGLES = ("triu", "tril")
 
 
 class NotFusable(ValueError):
@@ -67,6 +71,13 @@ def validate(kernel: Kernel) -> None:
         check_operands(kernel, conv_transpose_emit.epilogue_axes(kernel))
     elif kernel.kind == "pool":
         pool_emit.check(kernel)
+    elif kernel.kind in WALK_KINDS:
+        scan_emit.check(kernel)
+    if kernel.kind not in ("pointwise", "matmul") and \
+            any(op.op in TRIANGLES for op in kernel.body):
+        raise FusionError("triu / tril read the row and column of a pointwise or matmul kernel only")
+    if kernel.kind == "matmul" and any(op.op in TRIANGLES for op in kernel.body):
+        matmul_emit.check_triangles(kernel)
 
 
 def space_shape(ir: ProgramIR, kernel: Kernel) -> list[int]:
@@ -126,6 +137,10 @@ def in_order(ir: ProgramIR) -> bool:
 def dim_map(ir: ProgramIR, host: Kernel, guest: Kernel) -> tuple[dict[int, int], bool] | None:
     """Guest space dim -> host space dim, and whether the guest runs on the host's reduced level."""
     h, g = space_shape(ir, host), space_shape(ir, guest)
+    if host.kind in WALK_KINDS:
+        # elementwise ops over a scan's or arg-reduction's input (a prologue), dim for dim
+        same = guest.kind == "pointwise" and g == h
+        return ({i: i for i in range(len(g))}, False) if same else None
     if host.kind == "pool":
         # elementwise ops over the pool's input (a prologue) or its output (an epilogue), dim for dim
         same = guest.kind == "pointwise" and g in (h, host.space["in_traced"])
@@ -170,13 +185,15 @@ def broadcasts(small: list[int], big: list[int]) -> bool:
 def merge(ir: ProgramIR, producer: Kernel, consumer: Kernel) -> ProgramIR:
     """A new IR with the two kernels merged into one (raises NotFusable)."""
     prologue = producer.kind == "pointwise" and (
-        consumer.kind in ("reduce", "pool") or (consumer.kind == "pointwise" and broadcasts(
+        consumer.kind in ("reduce", "pool", *WALK_KINDS) or (consumer.kind == "pointwise" and broadcasts(
             space_shape(ir, producer), space_shape(ir, consumer))))
     host, guest = (consumer, producer) if prologue else (producer, consumer)
     if host.kind == "attention" or guest.kind in (*GEMM_KINDS, "attention"):
         raise NotFusable("attention, matmul and conv kernels only take elementwise epilogues")
     if host.kind == "pointwise" and guest.kind == "reduce":
         raise NotFusable("a pointwise kernel cannot host a reduction")
+    if guest.kind in WALK_KINDS or (host.kind in WALK_KINDS and not prologue):
+        raise NotFusable("a scan or arg-reduction takes elementwise ops on its input only")
     if guest.kind == "pool" or (host.kind == "pool" and space_shape(ir, guest) !=
                                 (host.space["in_traced"] if prologue else space_shape(ir, host))):
         raise NotFusable("a pool kernel takes elementwise ops on its input or its output only")
@@ -184,6 +201,8 @@ def merge(ir: ProgramIR, producer: Kernel, consumer: Kernel) -> ProgramIR:
     if mapping is None:
         raise NotFusable("the kernels iterate over different spaces")
     dims_of, reduced_level = mapping
+    if any(op.op in TRIANGLES for op in guest.body) and space_shape(ir, guest) != space_shape(ir, host):
+        raise NotFusable("triu / tril index the rows and columns of their own shape")
     if prologue and reduced_level:
         raise NotFusable("a prologue must produce the reduction's input")
     new = copy.deepcopy(ir)
@@ -343,7 +362,7 @@ def _fix_space(ir: ProgramIR, merged: Kernel, host: Kernel, guest: Kernel) -> No
     full = list(range(len(merged.space["traced"])))
     reads = {o.value for o in merged.operands}
     candidates = [o.value for o in merged.operands if o.dims == full and not o.scalar]
-    if merged.kind == "reduce" and merged.space["input"] not in reads:
+    if merged.kind in ("reduce", *WALK_KINDS) and merged.space["input"] not in reads:
         if not candidates:
             raise NotFusable("no input of the merged kernel has the reduction's shape")
         merged.space["input"] = candidates[0]
@@ -396,8 +415,8 @@ def pairs(ir: ProgramIR) -> list[tuple[str, Kernel, Kernel]]:
         for producer in producers:
             inline = producer.kind == "pointwise" and consumer.kind == "pointwise" and \
                 broadcasts(space_shape(ir, producer), space_shape(ir, consumer))
-            kind = "prologue" if producer.kind == "pointwise" and consumer.kind in ("reduce", "pool") or \
-                inline else "epilogue"
+            hosts_prologues = consumer.kind in ("reduce", "pool", *WALK_KINDS)
+            kind = "prologue" if producer.kind == "pointwise" and hosts_prologues or inline else "epilogue"
             out.append((kind, producer, consumer))
     return out
 

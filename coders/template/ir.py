@@ -28,6 +28,10 @@ Kernel kinds and their `space` dict:
                                                           the space is the output's; params names the
                                                           parameter tuple read at run time
                                                           (coders/template/pooling.py, emit/pool.py)
+    scan       {"input", "dim", "reverse", "exclusive"}    cumsum / cumprod along dim (the body's last
+                                                          op; elementwise ops before it: a prologue)
+    argreduce  {"input", "dim"}                            argmax / argmin along dim, int64 output
+                                                          (coders/template/scans.py, emit/scan.py)
 """
 
 from __future__ import annotations
@@ -66,7 +70,7 @@ class Output:
 @dataclass
 class Kernel:
     name: str
-    kind: str  # pointwise | reduce | matmul | conv | conv_transpose | attention | pool
+    kind: str  # pointwise | reduce | matmul | conv | conv_transpose | attention | pool | scan | argreduce
     space: dict[str, Any]
     operands: list[Operand]
     body: list[Op]

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from coders.template import pooling
+from coders.template import pooling, scans
 from coders.template.conv_lower import lower_conv
 from coders.template.conv_transpose_lower import lower_conv_transpose
 from coders.template.ir import Kernel, Op, Operand, Output, ProgramIR, PyStep
@@ -71,6 +71,10 @@ def lower(graph: Graph) -> ProgramIR:
             ir.steps.append(pooling.lower_pool(graph, node, used))
         elif node.kind == "pool_indices":
             continue  # a second output of its pool's kernel
+        elif node.kind in scans.WALK_KINDS:
+            ir.steps.append(scans.lower_walk(graph, node))
+        elif node.kind in ("flip", "zeros"):
+            raise unsupported(f"{node.op} (other than around a cumsum: a reverse or an exclusive scan)")
         else:
             raise unsupported(f"node kind {node.kind}")
     ir.patterns = _attention_patterns(graph)
@@ -429,6 +433,8 @@ def _reduce(graph: Graph, ir: ProgramIR, node: GNode) -> Kernel:
 def _matmul(graph: Graph, ir: ProgramIR, node: GNode) -> Kernel:
     a, b, bias = node.args
     form = node.attrs["form"]
+    if form == "mm" and bias is None and graph.node(b.name).shape[-1] == 1:
+        return _matrix_vector(graph, ir, node)
     out_shape = list(node.shape)
     if form == "bmm":
         sa, sb = graph.node(a.name).shape, graph.node(b.name).shape
@@ -448,6 +454,24 @@ def _matmul(graph: Graph, ir: ProgramIR, node: GNode) -> Kernel:
     config = MATMUL_CONFIG_16 if dtype_a in HALF else MATMUL_CONFIG
     return Kernel(name=node.name, kind="matmul", space=space, operands=body.operands, body=body.ops,
                   outputs=[output], config=dict(config))
+
+
+def _matrix_vector(graph: Graph, ir: ProgramIR, node: GNode) -> Kernel:
+    """A product with a (K, 1) vector (KernelBench 4) as a row reduction, out[..., m, 0] =
+    sum_k a[..., m, k] * b[k, 0]: a GEMM tile would spend all but one of its BLOCK_N columns on
+    nothing and launch only M / BLOCK_M programs, where a program per row streams A once. Like
+    broadcasting, the traced shape decides: b has one column at every size."""
+    a, b = node.args[0].name, node.args[1].name
+    shape = list(graph.node(a).shape)
+    rank = len(shape)
+    body = Body(graph, ir, rank)
+    body.space_shape = shape
+    products = body.op("mul", [body.load(a, list(range(rank))), body.load(b, [rank - 1])], base="products")
+    total = body.op("sum", [products], base=node.name)
+    output = Output(node.name, total, list(range(rank - 1)), _output_dtype(graph, node, body.operands),
+                    keepdim=True)
+    return Kernel(name=node.name, kind="reduce", space={"input": a, "red": [rank - 1, rank], "traced": shape},
+                  operands=body.operands, body=body.ops, outputs=[output], config=dict(ROW_CONFIG))
 
 
 def _attention(graph: Graph, ir: ProgramIR, node: GNode) -> Kernel:

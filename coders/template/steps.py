@@ -21,9 +21,11 @@ from typing import Any
 from coders.template import conv_transpose_lower, fuse
 from coders.template.conv_lower import conv_flops, conv_gemm, library_ops, to_library
 from coders.template.emit import reduce as reduce_emit
+from coders.template.emit import scan as scan_emit
 from coders.template.emit.reduce import Layout
 from coders.template.ir import SPACE_VALUES, Kernel, ProgramIR
 from coders.template.lower import POINTWISE_CONFIG
+from coders.template.scans import WALK_KINDS
 from mtmc.protocols import CoderError
 from mtmc.strategies import Strategy
 from mtmc.tasks import Task
@@ -35,6 +37,7 @@ _ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int64": 8
 POINTWISE_BLOCKS = (256, 512, 1024, 2048, 4096)
 POOL_BLOCKS = (128, 256, 512, 1024, 2048)  # output elements per program
 ROW_BLOCKS = (1024, 2048, 4096, 8192, 16384, 32768)
+WALK_BLOCKS = (256, 512, 1024, 2048, 4096)  # positions per chunk of a row scan or arg-reduction
 MATMUL_BLOCKS = (32, 64, 128, 256)
 MATMUL_PRESETS = ((128, 128, 32), (128, 64, 32), (64, 128, 32), (128, 256, 64), (64, 64, 32))
 ATTENTION_BLOCKS = (32, 64, 128)
@@ -125,6 +128,11 @@ def programs(ir: ProgramIR, kernel: Kernel) -> int:
         return groups * -(-m // cfg["BLOCK_M"]) * -(-n // cfg["BLOCK_N"])
     if kernel.kind == "conv_transpose":
         return conv_transpose_lower.programs(ir, kernel)
+    if kernel.kind in WALK_KINDS:
+        d = kernel.space["dim"]
+        if scan_emit.is_row(kernel):
+            return _numel(shape[:d])
+        return _numel(shape[:d]) * -(-_numel(shape[d + 1:]) // cfg["BLOCK_N"])
     return -(-_numel(shape) // cfg.get("BLOCK", 1024))
 
 
@@ -184,6 +192,16 @@ def _knobs(ir: ProgramIR, task: Task, kernel: Kernel) -> list[Strategy]:
         if not tuned:
             menu += [make("tile", BLOCK=b) for b in POOL_BLOCKS]
             menu += [make("num_warps", w) for w in WARPS]
+    elif kernel.kind in WALK_KINDS and not tuned:
+        if scan_emit.is_row(kernel):
+            n_walk = kernel.space["traced"][kernel.space["dim"]]
+            menu += [make("tile", BLOCK=b) for b in WALK_BLOCKS if b <= 2 * max(n_walk, 256)]
+        else:
+            bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
+            for m, n in ((bm * 2, bn), (bm // 2, bn), (bm, bn * 2), (bm, bn // 2)):
+                if 8 <= m <= 256 and 16 <= n <= 256:
+                    menu.append(make("tile", BLOCK_M=m, BLOCK_N=n))
+        menu += [make("num_warps", w) for w in WARPS]
     elif kernel.kind == "reduce" and not _is_column(kernel):
         n_cols = _numel(kernel.space["traced"][slice(*kernel.space["red"])])
         if not tuned:
@@ -460,6 +478,8 @@ def _tile_keys(kernel: Kernel) -> list[str]:
     if kernel.kind == "conv":
         return ["BLOCK_M", "BLOCK_N"]
     if kernel.kind == "attention" or _is_column(kernel):
+        return ["BLOCK_M", "BLOCK_N"]
+    if kernel.kind in WALK_KINDS and not scan_emit.is_row(kernel):
         return ["BLOCK_M", "BLOCK_N"]
     return ["BLOCK"]
 

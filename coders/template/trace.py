@@ -329,7 +329,10 @@ class _Normalizer:
             return self.scalar_constant(n.name, data, result, f"{n.target.__name__}(...) in forward")
         bound = _bind(canonical, params, args, kwargs)
         if canonical in _VIEWS or (canonical in _PY_ARITH and not _has_tensor(self, args, kwargs)):
-            return self.py_call(n, args, kwargs, result, canonical)
+            ref = self.py_call(n, args, kwargs, result, canonical)
+            if canonical == "narrow":  # an exclusive scan's slice (coders/template/scans.py)
+                self.meta(ref).attrs.update(_narrow_attrs(args, kwargs))
+            return ref
         return _HANDLERS[_handler_key(canonical)](self, n.name, canonical, bound, result)
 
     def constant_tensor(self, n: fx.Node, canonical: str, args: list, kwargs: dict, result: Any) -> Ref:
@@ -337,7 +340,7 @@ class _Normalizer:
         if canonical in ("triu", "tril"):
             src = self.meta(args[0])
             if src is None or not src.attrs.get("constant"):
-                raise unsupported(f"{canonical} of a data tensor")
+                return self.triangle_of_data(n.name, canonical, args, kwargs, result)
             # computed by a small Triton kernel: torch.triu in forward would be PyTorch compute
             diagonal = (args[1:] or [kwargs.get("diagonal", 0)])[0]
             expr = f"_triangle({render(args[0])}, {render(diagonal)}, upper={canonical == 'triu'})"
@@ -353,6 +356,17 @@ class _Normalizer:
         if n.target is torch.ones or getattr(n.target, "__name__", "") == "ones":
             node.attrs["ones"] = True
         return ref
+
+    def triangle_of_data(self, name: str, canonical: str, args: list, kwargs: dict, result: Any) -> Ref:
+        """torch.triu / torch.tril of computed data (a matmul's result): an elementwise op that zeroes
+        the elements off the triangle of the last two dims, so it fuses into a matmul's epilogue."""
+        x = args[0]
+        diagonal = (args[1:] or [kwargs.get("diagonal", 0)])[0]
+        if not self.is_tensor(x) or len(self.shape(x)) < 2:
+            raise unsupported(f"{canonical} of a tensor of fewer than 2 dims")
+        if isinstance(diagonal, bool) or not isinstance(diagonal, int):
+            raise unsupported(f"{canonical} with a computed diagonal")
+        return self.add(name, "pw", canonical, [x], {"diagonal": diagonal}, like=result)
 
     def py_call(self, n: fx.Node, args: list, kwargs: dict, result: Any,
                 canonical: str | None = None) -> Ref:
@@ -391,6 +405,15 @@ def _meta_of(value: Any) -> tuple[tuple[int, ...] | None, torch.dtype | None]:
     if isinstance(value, torch.Tensor):
         return tuple(value.shape), value.dtype
     return None, None
+
+
+def _narrow_attrs(args: list, kwargs: dict) -> dict[str, Any]:
+    """`x.narrow(dim, start, length)` as {"narrow": {input, dim, start}} when those are known numbers."""
+    bound = dict(zip(["input", "dim", "start", "length"], args, strict=False)) | dict(kwargs)
+    x, dim, start = bound.get("input"), bound.get("dim"), bound.get("start")
+    if isinstance(x, Ref) and isinstance(dim, int) and isinstance(start, int):
+        return {"narrow": {"input": x.name, "dim": dim, "start": start}}
+    return {}
 
 
 def _same_nonunit(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
@@ -473,12 +496,12 @@ _RESERVED = {"self", "torch", "nn", "F", "triton", "tl", "math", "min", "max", "
              "True", "False", "shape", "grid", "n", "M", "N", "K", "G", "CPG", "HW", "BLOCK", "BLOCK_M",
              "BLOCK_N", "BLOCK_K", "num_warps", "n_rows", "n_cols", "n_red", "n_inner", "n_outer",
              "n_batch", "qk_scale", "a2", "b2", "a3", "b3", "q3", "k3", "v3", "ws", "Sq", "Sk", "D", "Dv",
-             "meta"}
+             "meta", "n_walk", "tri_rows", "tri_cols"}
 _GENERATED = re.compile(r"^(size|i|acc_)\d*$|_ptr$")
 
 _VIEWS = {"view", "reshape", "flatten", "unflatten", "squeeze", "unsqueeze", "transpose", "permute",
           "t", "expand", "expand_as", "getitem", "getattr", "size", "dim", "numel", "chunk", "split",
-          "unbind", "narrow", "movedim", "swapaxes", "view_as", "reshape_as", "mT"}
+          "unbind", "narrow", "movedim", "swapaxes", "view_as", "reshape_as", "mT", "select"}
 _PURE_VIEWS = _VIEWS
 _PY_ARITH = {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "neg", "rsub", "gt", "lt", "ge",
              "le", "eq", "ne"}
@@ -594,7 +617,7 @@ for _pool, _params, _keys in pooling.FUNCTIONS:
 # views and shape queries: emitted as Python
 for _view in ("view", "reshape", "flatten", "unflatten", "squeeze", "unsqueeze", "transpose",
               "permute", "t", "expand", "expand_as", "size", "dim", "numel", "chunk", "split",
-              "unbind", "narrow", "movedim", "swapaxes", "view_as", "reshape_as"):
+              "unbind", "narrow", "movedim", "swapaxes", "view_as", "reshape_as", "select"):
     _keys = [f".{_view}"] + ([getattr(torch, _view)] if hasattr(torch, _view) else [])
     _reg(_view, ["*"], *_keys)
 _reg("getitem", ["*"], operator.getitem)
@@ -604,6 +627,15 @@ _reg("tensor", ["*"], torch.tensor, torch.as_tensor, torch.scalar_tensor)
 _reg("triu", ["*"], torch.triu, ".triu")
 _reg("tril", ["*"], torch.tril, ".tril")
 _reg("getattr", ["*"], getattr)
+# scans and arg-reductions (coders/template/scans.py)
+_reg("cumsum", _X + ["dim", "dtype"], torch.cumsum, ".cumsum")
+_reg("cumprod", _X + ["dim", "dtype"], torch.cumprod, ".cumprod")
+_reg("flip", _X + ["dims"], torch.flip, ".flip")
+_reg("zeros_like", _X + ["dtype", "layout", "device", "requires_grad", "memory_format"], torch.zeros_like)
+_reg("cat", ["tensors", "dim"], torch.cat, torch.concat, torch.concatenate)
+_reg("argmax", _X + ["dim", "keepdim"], torch.argmax, ".argmax")
+_reg("argmin", _X + ["dim", "keepdim"], torch.argmin, ".argmin")
+_reg("einsum", ["*"], torch.einsum)
 
 
 def _bind(canonical: str, params: list[str], args: list, kwargs: dict) -> dict[str, Any]:
@@ -744,9 +776,15 @@ def _h_reduce(nz: _Normalizer, name: str, op: str, b: dict, result: Any) -> Any:
     if op in ("max", "min") and b.get("dim") is not None:
         values = result[0]
         red = _dims(nz, x, b["dim"])
+        keepdim = bool(b.get("keepdim", False))
         ref = nz.red("amax" if op == "max" else "amin", x, red, f"{name}_values", tuple(values.shape),
-                     attrs={"keepdim": bool(b.get("keepdim", False))})
-        return (ref, _Unsupported(f"{op}(dim=...) indices (argmax)"))
+                     attrs={"keepdim": keepdim})
+        if not nz.meta(x).dtype.is_floating_point:
+            return (ref, _Unsupported(f"{op}(dim=...) indices of an integer tensor"))
+        from coders.template import scans  # imported late: it builds on this module
+
+        arg = "argmax" if op == "max" else "argmin"
+        return (ref, scans.trace_indices(nz, f"{name}_indices", arg, x, red[0], keepdim, result[1]))
     red = _dims(nz, x, b.get("dim"))
     attrs: dict[str, Any] = {"keepdim": bool(b.get("keepdim", False))}
     canonical = {"max": "amax", "min": "amin"}.get(op, op)
@@ -906,6 +944,58 @@ def _h_matmul(nz: _Normalizer, name: str, op: str, b: dict, result: Any) -> Ref:
     return nz.add(name, "matmul", form, [a, m, None], {"form": form}, like=result)
 
 
+def _h_einsum(nz: _Normalizer, name: str, op: str, b: dict, result: Any) -> Ref:
+    """An einsum that is one matmul (einsum_form) becomes that matmul node."""
+    args, kwargs = list(b["args"]), b["kwargs"]
+    if not args or not isinstance(args[0], str) or kwargs:
+        raise unsupported("einsum without a literal equation")
+    equation, operands = args[0], args[1:]
+    if len(operands) == 1 and isinstance(operands[0], list | tuple):
+        operands = list(operands[0])
+    form = einsum_form(equation) if len(operands) == 2 else None
+    if form is None or not all(nz.is_tensor(t) for t in operands):
+        raise unsupported(f"einsum {equation!r} (only the equations of one matmul or bmm)")
+    return nz.add(name, "matmul", form, [operands[0], operands[1], None], {"form": form}, like=result)
+
+
+def einsum_form(equation: str) -> str | None:
+    """The matmul node form an einsum equation of two operands equals, or None:
+    "...k,kn->...n" is "mm" (A's leading dims fold into M), "...k,nk->...n" is "linear" (B is (N, K)),
+    "b..mk,b..kn->b..mn" is "bmm" (the same batch letters, in the same order, leading every term)."""
+    text = equation.replace(" ", "")
+    if "->" not in text or "." in text:
+        return None
+    lhs, out = text.split("->")
+    terms = lhs.split(",")
+    if len(terms) != 2 or any(len(set(t)) != len(t) or not t.isalpha() for t in terms + [out]):
+        return None
+    ta, tb = terms
+    contracted = (set(ta) & set(tb)) - set(out)
+    if len(contracted) != 1 or len(tb) < 2:
+        return None
+    c = contracted.pop()
+    if len(tb) == 2 and len(ta) >= 2 and ta[-1] == c:
+        n = tb.replace(c, "")
+        if n not in ta and out == ta[:-1] + n:
+            return "mm" if tb[0] == c else "linear"
+        return None
+    batch = ta[:-2]
+    if len(ta) == len(tb) >= 3 and tb[:-2] == batch and ta[-1] == c == tb[-2] and \
+            out == batch + ta[-2] + tb[-1] and ta[-2] != tb[-1]:
+        return "bmm"
+    return None
+
+
+def _h_walk(nz: _Normalizer, name: str, op: str, b: dict, result: Any) -> Ref:
+    """Scans, arg-reductions and the flips, zeros and cats KernelBench writes around scans."""
+    from coders.template import scans  # imported late: it builds on this module
+
+    handlers = {"cumsum": scans.trace_scan, "cumprod": scans.trace_scan, "flip": scans.trace_flip,
+                "zeros_like": scans.trace_zeros_like, "cat": scans.trace_cat,
+                "argmax": scans.trace_argreduce, "argmin": scans.trace_argreduce}
+    return handlers[op](nz, name, op, b, result)
+
+
 def _h_sdpa(nz: _Normalizer, name: str, op: str, b: dict, result: Any) -> Ref:
     if b.get("attn_mask") is not None or b.get("dropout_p", 0.0) or b.get("enable_gqa"):
         raise unsupported("scaled_dot_product_attention with a mask, dropout or GQA")
@@ -983,6 +1073,8 @@ _HANDLERS = {
                               "binary_cross_entropy_with_logits")},
     **{op: _h_matmul for op in ("linear", "matmul", "addmm", "baddbmm")},
     "sdpa": _h_sdpa,
+    "einsum": _h_einsum,
+    **{op: _h_walk for op in ("cumsum", "cumprod", "flip", "zeros_like", "cat", "argmax", "argmin")},
     **{op: _h_conv for op in ("conv1d", "conv2d", "conv3d")},
     **{op: _h_conv_transpose for op in ("conv_transpose1d", "conv_transpose2d", "conv_transpose3d")},
     **{op: _h_pool for op in pooling.CANONICAL},

@@ -18,12 +18,12 @@ from mtmc.verify.verdict import Status, Verdict
 from tests.coders.test_prompt import PROGRAM
 from tests.graph.fakes import tiny_task
 
-CUMSUM = Task(name="cumsum_rows", source='''
+SORT = Task(name="sort_rows", source='''
 import torch
 
 class Model(torch.nn.Module):
     def forward(self, x):
-        return torch.cumsum(x, dim=1)
+        return torch.sort(x, dim=1).values
 
 def get_inputs():
     return [torch.randn(16, 128)]
@@ -119,13 +119,13 @@ def test_a_failed_template_port_goes_to_the_model_with_the_failure(template_port
 def test_tasks_the_template_cannot_port_go_to_the_model_with_a_generic_menu():
     chat = ScriptedChat(fenced(variant("port")), fenced(variant("vectorized")))
     coder = LLMCoder(chat)
-    port = coder.apply(CUMSUM, None, PORT)
+    port = coder.apply(SORT, None, PORT)
     assert len(chat.sent) == 1 and port.metadata[MENU_KEY] is None
-    menu = coder.legal_strategies(CUMSUM, port)
-    assert menu == [*generic_menu(CUMSUM), STOP] and Strategy("vectorize") in menu
+    menu = coder.legal_strategies(SORT, port)
+    assert menu == [*generic_menu(SORT), STOP] and Strategy("vectorize") in menu
     assert not any(s.kind == "fuse" for s in menu)  # one op: nothing to fuse
-    after = coder.apply(CUMSUM, port, Strategy("vectorize"))
-    assert Strategy("vectorize") not in coder.legal_strategies(CUMSUM, after)
+    after = coder.apply(SORT, port, Strategy("vectorize"))
+    assert Strategy("vectorize") not in coder.legal_strategies(SORT, after)
     assert after.metadata["llm_steps"] == ["port", "vectorize"]
 
 

@@ -20,6 +20,7 @@ import torch
 from coders.template import TemplateCoder, steps
 from coders.template.emit.module import generate
 from coders.template.ir import ProgramIR
+from coders.template.scans import WALK_KINDS
 from mtmc.program import Program
 from mtmc.protocols import CoderError
 from mtmc.strategies import KINDS, PORT, STOP, Strategy
@@ -122,9 +123,9 @@ def test_fully_fused_program_with_tiny_blocks(name, ports, tmp_path):
     ir = ProgramIR.from_dict(program.metadata["template_ir"])
     for kernel in ir.kernels():
         kernel.config.pop("auto_block", None)  # as a `tile` step does: the row's block is the test's
-        if kernel.kind == "pointwise" or "BLOCK" in kernel.config and kernel.kind == "reduce":
+        if kernel.kind == "pointwise" or "BLOCK" in kernel.config and kernel.kind in ("reduce", *WALK_KINDS):
             kernel.config["BLOCK"] = 16
-        elif kernel.kind == "reduce":
+        elif kernel.kind in ("reduce", *WALK_KINDS):
             kernel.config.update(BLOCK_M=4, BLOCK_N=16)
         elif kernel.kind == "matmul":
             kernel.config.update(BLOCK_M=16, BLOCK_N=16, BLOCK_K=16)
@@ -291,8 +292,8 @@ def test_matmul_shared_memory_counts_every_stage_of_both_tiles():
 
 
 def test_unsupported_op_raises_coder_error():
-    with pytest.raises(CoderError, match="not supported by the template coder: .*cumsum"):
-        coder.apply(local_task("unsupported_cumsum"), None, PORT)
+    with pytest.raises(CoderError, match="not supported by the template coder: .*sort"):
+        coder.apply(local_task("unsupported_sort"), None, PORT)
 
 
 def test_conv_ports_to_triton_and_goes_back_to_the_vendor_call_only_where_allowed(ports, tmp_path):

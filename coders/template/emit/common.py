@@ -22,6 +22,11 @@ RESERVED = {"pid", "pid_m", "pid_n", "pid_b", "offs", "mask", "row", "cols", "st
 # the transposed-conv kernel's sizes and epilogue indices (emit/conv_transpose.py)
 RESERVED |= {"rb", "rc", "rs", "m_mask", "n_mask", "batch", "spatial", "C_in", "C_out", "cin_g", "cout_g",
              "S_in", "S_out"}
+# the scan and arg-reduction kernels' own names (emit/scan.py)
+RESERVED |= {"lane", "carry", "at", "src", "pos", "in_walk", "out_mask", "v", "scanned", "best", "best_at",
+             "take", "seen", "is_nan", "any_nan", "top", "hit", "index", "n_walk", "n_inner_blocks"}
+# the row and column of an element in a triu / tril (pointwise kernels)
+RESERVED |= {"tri_row", "tri_col", "tri_rows", "tri_cols"}
 # the conv kernel's own names (emit/conv.py)
 RESERVED |= {"a_mask", "chan", "chan_e", "chan_o", "grp", "img", "img_e", "inside", "k_in", "k_off", "n_pix",
              "pix_e", "rest", "rest_k", "w_cols", "x_cols", "x_rows", "x_start", "num_pid_n"}
@@ -177,6 +182,17 @@ class BodyEmitter:
             w(self.statement(op))
 
 
+def triangles(body: BodyEmitter, row: str, col: str) -> dict[str, Special]:
+    """torch.triu / torch.tril of a value, given its element's row and column (of the last two dims):
+    the elements off the triangle become 0."""
+
+    def emit(op: Op) -> str:
+        keep = ">=" if op.op == "triu" else "<="
+        return f"tl.where({col} - {row} {keep} {int(op.attrs['diagonal'])}, {body.arg(op.args[0])}, 0.0)"
+
+    return {"triu": emit, "tril": emit}
+
+
 def needed(body: list[Op], targets: list[str], stop: set[str] | None = None) -> list[Op]:
     """Ops `targets` depend on, in body order, not descending past names in `stop`."""
     index = {op.out: op for op in body}
@@ -191,7 +207,8 @@ def needed(body: list[Op], targets: list[str], stop: set[str] | None = None) -> 
     return [op for op in body if op.out in want]
 
 
-def tile_epilogue(w: Writer, kernel: Kernel, axes: list[Axis]) -> None:
+def tile_epilogue(w: Writer, kernel: Kernel, axes: list[Axis], row: str | None = None,
+                  col: str | None = None) -> None:
     """The fused ops on a GEMM-like kernel's fp32 accumulator tile `acc`, then the stores, masked by
     `m_mask & n_mask`: matmul, conv and transposed-conv kernels set up their tile's index variables
     (`axes`) and masks, then share this."""
@@ -208,6 +225,8 @@ def tile_epilogue(w: Writer, kernel: Kernel, axes: list[Axis]) -> None:
         return text if operand.integer else f"{text}.to(tl.float32)"
 
     body = BodyEmitter(kernel, load)
+    if row and col:  # the tile's element indices, for triu / tril in the epilogue
+        body.special.update(triangles(body, row, col))
     body.alias = {op.out: "acc" for op in kernel.body if op.op == "acc"}
     body.emit(w, kernel.body)
     for out in kernel.outputs:

@@ -9,7 +9,7 @@ persistent grid, and autotuning.
 
 from __future__ import annotations
 
-from coders.template.emit.common import Axis, Writer, check_operands, ptr, tile_epilogue, var
+from coders.template.emit.common import Axis, FusionError, Writer, check_operands, ptr, tile_epilogue, var
 from coders.template.emit.launch import Launcher, autotune_configs, kernel_header, output_alloc, wrap_call
 from coders.template.ir import Kernel
 
@@ -24,6 +24,26 @@ def epilogue_axes(kernel: Kernel) -> list[Axis]:
         return [Axis(list(range(rank - 2)), "pid_b", "n_batch", None),
                 Axis([rank - 2], "rm", "M", "m_mask"), Axis([rank - 1], "rn", "N", "n_mask")]
     return [Axis(list(range(rank - 1)), "rm", "M", "m_mask"), Axis([rank - 1], "rn", "N", "n_mask")]
+
+
+def triangle_outputs(kernel: Kernel) -> tuple[str, int] | None:
+    """(kind, diagonal) when every output is triu / tril of the same diagonal: zero off the triangle
+    whatever the product there (torch.triu(a @ b), KernelBench 14/15)."""
+    ops = {op.out: op for op in kernel.body}
+    found = set()
+    for out in kernel.outputs:
+        op = ops.get(out.src)
+        if op is None or op.op not in ("triu", "tril"):
+            return None
+        found.add((op.op, int(op.attrs["diagonal"])))
+    return found.pop() if len(found) == 1 else None
+
+
+def check_triangles(kernel: Kernel) -> None:
+    """triu / tril in the epilogue read the tile's row and column: rm is a row of the matrix only
+    when no leading dims fold into M (a 2-D matmul, or a bmm whose batch is its own grid axis)."""
+    if not _batched(kernel) and len(kernel.space["traced"]) != 2:
+        raise FusionError("triu / tril after a matmul whose leading dims fold into its rows")
 
 
 def _precision(kernel: Kernel) -> str:
@@ -103,13 +123,25 @@ def _k_loop(w: Writer, kernel: Kernel, split: bool) -> None:
         w("k_lo = pid_k * k_per_split")
         w("k_hi = min(k_lo + k_per_split, K)")
     lo = "k_lo" if split else "0"
+    hi = "k_hi" if split else "K"
+    triangle = None if split else triangle_outputs(kernel)
+    if triangle:
+        kind, diagonal = triangle
+        w(f"# every output is {kind} (diagonal {diagonal}) of the product: a tile wholly off the triangle")
+        w("# is all zeros and skips its K loop")
+        if kind == "triu":  # kept where col - row >= diagonal: the tile's largest col - row decides
+            w(f"live = (pid_n * BLOCK_N + BLOCK_N - 1) - pid_m * BLOCK_M >= {diagonal}")
+        else:  # tril: kept where col - row <= diagonal: the smallest col - row decides
+            w(f"live = pid_n * BLOCK_N - (pid_m * BLOCK_M + BLOCK_M - 1) <= {diagonal}")
+        w("k_end = tl.where(live, K, 0)")
+        hi = "k_end"
     base_a = "a_ptr + pid_b * stride_ab" if batched else "a_ptr"
     base_b = "b_ptr + pid_b * stride_bb" if batched else "b_ptr"
     start = f"({lo} + offs_k)" if split else "offs_k"
     w(f"a_ptrs = {base_a} + a_rows[:, None] * stride_am + {start}[None, :] * stride_ak")
     w(f"b_ptrs = {base_b} + {start}[:, None] * stride_bk + b_cols[None, :] * stride_bn")
     w("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)")
-    w(f"for k in range({lo}, {'k_hi' if split else 'K'}, BLOCK_K):")
+    w(f"for k in range({lo}, {hi}, BLOCK_K):")
     w.indent()
     if uses_tma(kernel):
         w("if TMA:  # descriptors copy whole tiles to shared memory, zero-filled past the edges")
@@ -139,7 +171,7 @@ def _epilogue(w: Writer, kernel: Kernel, out_value: str | None = None) -> None:
     w("rn = offs_n[None, :]")
     w("m_mask = rm < M")
     w("n_mask = rn < N")
-    tile_epilogue(w, kernel, axes)
+    tile_epilogue(w, kernel, axes, row="rm", col="rn")
 
 
 def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
@@ -271,8 +303,8 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
             w(f"N = {b}.shape[1]")
             strides = ["a2.stride(0)", "a2.stride(1)", f"{b}.stride(0)", f"{b}.stride(1)"]
         a_arg, b_arg = "a2", b
-    out = kernel.outputs[0]
-    w(f"{out.value} = {output_alloc(f'{a}.shape[:-1] + (N,)', out.dtype, f'{a}.device')}")
+    for out in kernel.outputs:  # the matmul's own result and each fused op's that is read later
+        w(f"{out.value} = {output_alloc(f'{a}.shape[:-1] + (N,)', out.dtype, f'{a}.device')}")
     split = cfg.get("split_k", 1)
     tiles = "triton.cdiv(M, {bm}) * triton.cdiv(N, {bn})"
     consts = {"BLOCK_M": cfg["BLOCK_M"], "BLOCK_N": cfg["BLOCK_N"], "BLOCK_K": cfg["BLOCK_K"]}

@@ -7,7 +7,7 @@ over which every operand is either present or broadcast, and a run's index is
 
 from __future__ import annotations
 
-from coders.template.emit.common import Axis, BodyEmitter, Writer, address, ptr, var
+from coders.template.emit.common import Axis, BodyEmitter, Writer, address, ptr, triangles, var
 from coders.template.emit.launch import Launcher, autotune_configs, kernel_header, output_alloc
 from coders.template.ir import Kernel
 
@@ -39,7 +39,8 @@ def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
     needed_axes = sorted({j for o in kernel.operands if not o.scalar and o.dims and o.dims != full
                           for j, a in enumerate(axes) if set(a.dims) <= set(o.dims)})
     sizes = [axes[j].size for j in range(1, len(axes)) if _size_needed(j, needed_axes, axes)]
-    params = _params(kernel) + [ptr(o.value) for o in kernel.outputs] + ["n"] + sizes
+    params = _params(kernel) + [ptr(o.value) for o in kernel.outputs] + ["n"] + sizes + \
+        _triangle_sizes(kernel)
     kernel_header(w, kernel, name, params, ["BLOCK"])
     w.indent()
     w("pid = tl.program_id(0)")
@@ -69,6 +70,11 @@ def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
         return text if operand.integer else f"{text}.to(tl.float32)"
 
     body = BodyEmitter(kernel, load)
+    if _triangle_sizes(kernel):
+        w("# the element's row and column in its matrix (the last two dims), for triu / tril")
+        w("tri_row = (offs // tri_cols) % tri_rows")
+        w("tri_col = offs % tri_cols")
+        body.special.update(triangles(body, "tri_row", "tri_col"))
     for op in kernel.body:
         w(body.statement(op))
     for out in kernel.outputs:
@@ -76,6 +82,11 @@ def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
           "mask=mask)")
     w.dedent()
     w()
+
+
+def _triangle_sizes(kernel: Kernel) -> list[str]:
+    """The matrix sizes a triu / tril in the body needs."""
+    return ["tri_rows", "tri_cols"] if any(op.op in ("triu", "tril") for op in kernel.body) else []
 
 
 def _size_needed(j: int, needed: list[int], axes: list[Axis]) -> bool:
@@ -110,7 +121,10 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
             d = axes[j].dims
             w(f"size{j} = math.prod(shape[{d[0]}:{d[-1] + 1}])")
             sizes.append(f"size{j}")
-    args = [o.value for o in kernel.operands] + [o.value for o in kernel.outputs] + ["n"] + sizes
+    if _triangle_sizes(kernel):
+        w("tri_rows, tri_cols = shape[-2], shape[-1]")
+    args = [o.value for o in kernel.operands] + [o.value for o in kernel.outputs] + ["n"] + sizes + \
+        _triangle_sizes(kernel)
     cfg = kernel.config
     if cfg.get("autotune"):
         w("grid = lambda meta: (triton.cdiv(n, meta['BLOCK']),)")

@@ -1,4 +1,4 @@
-"""A cumulative sum: not supported by the template coder (goes to an LLM coder)."""
+"""A sort along rows: not supported by the template coder (goes to an LLM coder)."""
 import torch
 import torch.nn as nn
 
@@ -7,7 +7,7 @@ B, N = 16, 128
 
 class Model(nn.Module):
     def forward(self, x):
-        return torch.cumsum(x, dim=1)
+        return torch.sort(x, dim=1).values
 
 
 def get_inputs():
