@@ -166,7 +166,7 @@ class Engine:
         if failed is not None:
             failed.phases_s = phases
             return failed
-        left = outcome.strays + int(result.get("processes_left") or 0)
+        left = outcome.strays
         if left:
             return Verdict(Status.REJECTED, f"the candidate left {left} process(es) running after its job "
                            "(setsid, double fork or daemon; killed): work outside the measured call or an "
