@@ -129,7 +129,7 @@ class Engine:
         start = time.monotonic()
         self._check_integrity()
         key = cache_key(task.source, hashlib.sha256(program.source.encode()).hexdigest(), self.device,
-                        VERIFIER_VERSION, self.settings.fingerprint())
+                        VERIFIER_VERSION, self.settings.fingerprint(), self.isolation)
         cached = self.cache.get(key) if self.cache is not None else None
         if cached is not None:
             return cached

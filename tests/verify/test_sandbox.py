@@ -314,3 +314,25 @@ def namespace_inits(worker: int) -> list[int]:
             pass
     return inits
 
+
+def test_a_verdict_under_weaker_isolation_is_not_served_under_full_isolation(
+        unchecked_verifier, monkeypatch, tmp_path):
+    """The verdict cache's key holds the isolation: a write outside scratch passes without the
+    sandbox (rlimits-only), and the same program, same settings, same cache, is judged afresh
+    under full isolation (where the write fails)."""
+    from mtmc.verify.cache import VerdictCache
+
+    cache = tmp_path / "verdicts.sqlite"
+    target = Path("/tmp") / f"mtmc-escape-{uuid.uuid4().hex}"
+    program = candidate(f"open({str(target)!r}, 'w').write('escaped')")
+    monkeypatch.setenv("MTMC_VERIFY_SANDBOX", "0")
+    with InterpreterVerifier(timeout_s=unchecked_verifier.engine.settings.timeout_s, static_checks=False,
+                             cache_path=str(cache)) as weak:
+        assert weak.engine.settings.fingerprint() == unchecked_verifier.engine.settings.fingerprint()
+        loose = verify(weak, program)
+    target.unlink()
+    assert loose.status == Status.OK and loose.isolation == "rlimits-only", format_verdict_table(loose)
+    monkeypatch.setattr(unchecked_verifier.engine, "cache", VerdictCache(cache))
+    verdict = verify(unchecked_verifier, program)
+    assert verdict.status == Status.RUNTIME_ERROR, format_verdict_table(verdict)
+    assert "Read-only file system" in verdict.message and not target.exists()
