@@ -163,16 +163,20 @@ def candidate(source: str, digest: str, inputs_path: str, device: str, library_o
         return {**result, "error": _error_kind(err), "case": getattr(err, "case", 0),
                 "message": _candidate_traceback(err, path)}
     clock.lap("cases")  # the first case pays CUDA's start and the Triton compiles
+    # Every later forward runs under the census too: a candidate that finds no census active (a
+    # dispatch stack it can read) must not get a PyTorch path into the state check or the timing.
+    others = _CallAudit(counter, census_allowed)
     try:
-        result["state_changes"] = _state_changes(module, data["cases"], device)
+        result["state_changes"] = _state_changes(module, data["cases"], device, others)
     except BaseException as err:
         return {**result, "error": _error_kind(err), "message": _candidate_traceback(err, path)}
     result["launches"] = dict(counter.kernels)
     if device == "cuda" and (profile_share or time_it):
         try:
-            _gpu_measurements(result, module, data, counter, time_it, timing, profile_share, clock)
+            _gpu_measurements(result, module, data, others, time_it, timing, profile_share, clock)
         except BaseException as err:
             return {**result, "error": _error_kind(err), "message": _candidate_traceback(err, path)}
+    result["other_calls"] = others.report()
     result["tampered"] = proof.changed_identities(watched)
     result["threads_started"] = threading.active_count() - threads_before
     result["threads_spawned"] = counter.threads_spawned
@@ -225,9 +229,18 @@ def _run_schedule(module: Any, cases: list[dict[str, Any]], schedule: list[int],
 
 def _call(model: torch.nn.Module, case: dict[str, Any], device: str, counter: proof.LaunchCounter,
           allowed: frozenset[str]) -> dict[str, Any]:
-    """One forward call under the census, with the instruments read before and after."""
+    """One forward call of a case under the census, with the instruments read before and after."""
     inputs = _fresh_copy(case["inputs"])  # made on the device by load_inputs; never handed out
     _poison(case["out_meta"], device)  # last allocations before the call: its outputs land here
+    raw, seen = _censused(model, inputs, counter, allowed)
+    if device == "cuda":
+        torch.cuda.synchronize()
+    return {"raw": raw, "inputs": inputs, **seen}
+
+
+def _censused(model: torch.nn.Module, inputs: list[Any], counter: proof.LaunchCounter,
+              allowed: frozenset[str]) -> tuple[Any, dict[str, Any]]:
+    """model(*inputs) under the op census: its outputs, and what the instruments saw during it."""
     launches_before, exits_before = counter.launches, Counter(counter.host_exits)
     census = proof.OpCensus(counter, allowed)
     with torch.no_grad(), census:
@@ -238,11 +251,35 @@ def _call(model: torch.nn.Module, case: dict[str, Any], device: str, counter: pr
         finally:
             counter.in_forward = False
         broken = proof.census_intact(census, pops_before)
-    if device == "cuda":
-        torch.cuda.synchronize()
-    return {"raw": raw, "inputs": inputs, "launches": counter.launches - launches_before,
-            "foreign": dict(census.foreign), "host_exits": dict(counter.host_exits - exits_before),
-            "census_broken": broken}
+    return raw, {"launches": counter.launches - launches_before, "foreign": dict(census.foreign),
+                 "host_exits": dict(counter.host_exits - exits_before), "census_broken": broken}
+
+
+class _CallAudit:
+    """The census over the forwards after the cases (the state check's, on a GPU the profiled and
+    timed ones), summed: the main process judges them like a case's (decoy, foreign ops, host
+    exits, a popped census). Their outputs are checked elsewhere or not at all; their work is."""
+
+    def __init__(self, counter: proof.LaunchCounter, allowed: frozenset[str]) -> None:
+        self.counter, self.allowed = counter, allowed
+        self.calls = self.without_launches = 0
+        self.foreign: Counter[str] = Counter()
+        self.host_exits: Counter[str] = Counter()
+        self.census_broken = ""
+
+    def __call__(self, model: torch.nn.Module, inputs: list[Any]) -> Any:
+        raw, seen = _censused(model, inputs, self.counter, self.allowed)
+        self.calls += 1
+        self.without_launches += seen["launches"] == 0
+        self.foreign.update(seen["foreign"])
+        self.host_exits.update(seen["host_exits"])
+        self.census_broken = self.census_broken or seen["census_broken"]
+        return raw
+
+    def report(self) -> dict[str, Any]:
+        return {"calls": self.calls, "without_launches": self.without_launches,
+                "foreign_ops": dict(self.foreign), "host_exits": dict(self.host_exits),
+                "census_broken": self.census_broken}
 
 
 def _first_report(case: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
@@ -280,7 +317,7 @@ def _nbytes(raw: Any) -> int:
     return sum(o.nbytes for o in _as_list(raw) if isinstance(o, torch.Tensor))
 
 
-def _state_changes(module: Any, cases: list[dict[str, Any]], device: str) -> list[str]:
+def _state_changes(module: Any, cases: list[dict[str, Any]], device: str, forward: _CallAudit) -> list[str]:
     """Where state that outlives a call changed when one model saw new inputs (empty: none did).
 
     One model runs on one case's inputs, then on another seed's of the same sizes. A forward is a
@@ -295,9 +332,9 @@ def _state_changes(module: Any, cases: list[dict[str, Any]], device: str) -> lis
     first, second = pair
     with _sized(module, first["sizes"]):
         model = _candidate_model(module, first, device)
-        _forward(model, _fresh_copy(first["inputs"]))
+        forward(model, _fresh_copy(first["inputs"]))
         before = {path: t.detach().clone() for path, t in _persistent_tensors(model, module).items()}
-        _forward(model, _fresh_copy(second["inputs"]))
+        forward(model, _fresh_copy(second["inputs"]))
         after = _persistent_tensors(model, module)
     changed = sorted(set(before) ^ set(after))
     kept = set(before) & set(after)
@@ -460,14 +497,16 @@ class _PhaseClock:
         self._last = now
 
 
-def _gpu_measurements(result: dict[str, Any], module: Any, data: dict[str, Any], counter: proof.LaunchCounter,
+def _gpu_measurements(result: dict[str, Any], module: Any, data: dict[str, Any], forward: _CallAudit,
                       time_it: bool, timing: dict[str, Any], profile_share: bool, clock: _PhaseClock) -> None:
+    counter = forward.counter
     model = _candidate_model(module, data["cases"][data["timing"]["case"]], "cuda")
     sets = [data["cases"][i]["inputs"] for i in data["timing"]["sets"]]
 
     def call(inputs: list[Any]) -> list[torch.Tensor]:
-        with torch.no_grad():
-            return _as_list(model(*inputs))
+        # Under the census like a case's call: its host cost is hidden by the timing's pre-call
+        # sleep, which is sized from the warm-up calls (census included).
+        return _as_list(forward(model, inputs))
 
     if profile_share:
         result["share"] = proof.triton_share(lambda: call(sets[0]), set(counter.kernels))

@@ -207,7 +207,14 @@ class Engine:
                 kernels = ", ".join(launches) or "none"
                 return _reject(verdict, f"{_label(case)}: forward launched none of the candidate's Triton "
                                f"kernels (launched over all cases: {kernels}): decoy kernel (S2)")
-        foreign, exits = Counter(), Counter()
+        # The forwards after the cases (state check; on a GPU, profile and timing) ran under the
+        # census too: the same rules hold for them.
+        others = result["other_calls"]
+        if others["without_launches"]:
+            return _reject(verdict, f"{others['without_launches']} of {others['calls']} forward calls "
+                           "after the checked cases (state check, profile, timing) launched none of the "
+                           "candidate's Triton kernels: decoy kernel (S2)")
+        foreign, exits = Counter(others["foreign_ops"]), Counter(others["host_exits"])
         for got in result["cases"]:
             foreign.update(got["foreign_ops"])
             exits.update(got.get("host_exits") or {})
@@ -569,7 +576,8 @@ def _instrument_problem(result: dict[str, Any]) -> str:
     if result.get("threads_spawned"):
         return (f"the candidate's code started {result['threads_spawned']} thread(s): work on another "
                 "thread is invisible to the op census (T2)")
-    broken = next((c["census_broken"] for c in result["cases"] if c.get("census_broken")), "")
+    calls = [*result["cases"], result["other_calls"]]
+    broken = next((c["census_broken"] for c in calls if c.get("census_broken")), "")
     if broken:
         return f"{broken}: tampering with the verifier (T3/S19)"
     return ""

@@ -3,7 +3,7 @@ import types
 import pytest
 import torch
 
-from mtmc.verify.child import _host_copy, _state_changes
+from mtmc.verify.child import _forward, _host_copy, _state_changes
 
 
 def test_host_copy_of_a_cpu_tensor_is_detached_from_it():
@@ -43,7 +43,8 @@ def test_a_cache_in_the_modules_globals_is_a_state_change():
             store.append(x.clone())  # a module-level list of every input seen
             return x * 2
 
-    changes = _state_changes(candidate_module(Caching, STORE=store), cases({"n": 4}, {"n": 4}), "cpu")
+    module = candidate_module(Caching, STORE=store)
+    changes = _state_changes(module, cases({"n": 4}, {"n": 4}), "cpu", _forward)
     assert changes == ["STORE[1]"]
 
 
@@ -63,10 +64,11 @@ def test_tensors_kept_on_the_model_may_be_made_once_but_not_depend_on_the_inputs
             self.last.copy_(x)  # what it keeps depends on the inputs
             return x * 2
 
-    assert _state_changes(candidate_module(LazyConstant), cases({"n": 4}, {"n": 4}), "cpu") == []
-    assert _state_changes(candidate_module(LastInput), cases({"n": 4}, {"n": 4}), "cpu") == ["self.last"]
+    assert _state_changes(candidate_module(LazyConstant), cases({"n": 4}, {"n": 4}), "cpu", _forward) == []
+    last = _state_changes(candidate_module(LastInput), cases({"n": 4}, {"n": 4}), "cpu", _forward)
+    assert last == ["self.last"]
     # one case of each size: no second seed to compare with
-    assert _state_changes(candidate_module(LastInput), cases({"n": 4}, {"n": 5}), "cpu") == []
+    assert _state_changes(candidate_module(LastInput), cases({"n": 4}, {"n": 5}), "cpu", _forward) == []
 
 
 # ---------------------------------------------------------------------------------------------------
