@@ -304,7 +304,15 @@ def _close_inherited_fds(keep: int) -> None:
     before CUDA opens its device files, which the job needs; nothing in the worker wraps these
     numbers in an object that would close them again later (its Connection is closed first)."""
     os.closerange(3, keep)
-    os.closerange(keep + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+    os.closerange(keep + 1, _fd_ceiling())
+
+
+def _fd_ceiling() -> int:
+    """One past the highest descriptor number this process can hold. An unlimited RLIMIT_NOFILE
+    reads as -1 (RLIM_INFINITY), which as a bound would close nothing: the largest C int instead
+    (CPython closes a range with one close_range system call on Linux 5.9 or later)."""
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return soft if 0 < soft < 2**31 - 1 else 2**31 - 1
 
 
 def _enter_namespaces(levels: list[str]) -> None:
@@ -470,6 +478,10 @@ def _child_main(job: dict[str, Any], levels: list[str]) -> None:
 
 
 def _apply_limits(job: dict[str, Any]) -> None:
+    """Core dumps off, CPU time and (CPU backend) address space capped. No RLIMIT_FSIZE: it caps
+    each file, not their sum, and this same process writes the result's raw files afterwards,
+    which are as large as the task's outputs (GBs); a cap on the scratch folder's total would need
+    a size-limited mount, which the main process could not read the result from."""
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a segfaulting candidate must not dump GBs
     cpu_s = int(job["timeout_s"] * (os.cpu_count() or 1)) + 30  # backstop behind the wall clock
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 5))

@@ -159,3 +159,13 @@ def test_a_spare_drops_every_descriptor_its_worker_held(tmp_path, monkeypatch):
     log = str(scratch / "child.log")
     fds.pop(0)
     assert set(fds.values()) == {log}, fds
+
+
+def test_an_unlimited_descriptor_limit_still_closes_every_descriptor(monkeypatch):
+    """RLIMIT_NOFILE unlimited reads as -1: as the range's end it would close nothing."""
+    import resource
+
+    monkeypatch.setattr(resource, "getrlimit", lambda _: (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    assert forkserver._fd_ceiling() == 2**31 - 1
+    monkeypatch.setattr(resource, "getrlimit", lambda _: (1024, 4096))
+    assert forkserver._fd_ceiling() == 1024
