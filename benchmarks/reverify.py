@@ -50,7 +50,8 @@ def main() -> None:
                          "message": verdict.message, "latency_s": seconds, "flags": verdict.flags,
                          "candidate_ms": verdict.candidate_ms, "eager_ms": verdict.eager_ms,
                          "device": verdict.device,
-                         "isolation": getattr(verdict, "isolation", None)})
+                         "isolation": getattr(verdict, "isolation", None),
+                         "phases_s": getattr(verdict, "phases_s", None)})
             print(f"{name}: {verdict.status} in {seconds:.1f} s {verdict.message[:120]}", flush=True)
             Path(args.out).write_text(json.dumps({"rows": rows}, indent=2) + "\n")
     latencies = [r["latency_s"] for r in rows]

@@ -1,6 +1,7 @@
 """SQLite verdict cache: training must never pay twice for the same program on the same device.
 
-Key: (task source hash, program digest, device name, verifier version, settings fingerprint).
+Key: (task source hash, program digest, device name, verifier version, settings fingerprint,
+isolation level).
 The settings fingerprint covers everything that can change a verdict (seeds, thresholds, static
 checks on/off), so a looser configuration can never serve its verdicts to a stricter one.
 Safe across processes and threads: WAL journal, a busy timeout, one short transaction per call,
@@ -32,8 +33,12 @@ CREATE TABLE IF NOT EXISTS verdicts (
 """
 
 
-def cache_key(task_source: str, program_digest: str, device: str, version: str, settings: str) -> str:
-    parts = [hashlib.sha256(task_source.encode()).hexdigest(), program_digest, device, version, settings]
+def cache_key(task_source: str, program_digest: str, device: str, version: str, settings: str,
+              isolation: str) -> str:
+    """`isolation` is the sandbox the verdict was judged under (sandbox.describe): a verdict from a
+    weaker sandbox, where an escape could pass, is never served to a verifier with a stronger one."""
+    parts = [hashlib.sha256(task_source.encode()).hexdigest(), program_digest, device, version, settings,
+             isolation]
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
 
 

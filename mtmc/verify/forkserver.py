@@ -6,8 +6,9 @@
                                                             job function, writes result.pt, _exit
 
 A candidate's child is sandboxed before any candidate code runs (sandbox.py: its own network,
-PID and mount namespaces, a read-only view but for its scratch folder, user nobody); the worker
-probes at start-up which of these the machine grants, and kills whatever a child left running.
+PID and mount namespaces, a read-only view but for its scratch folder, user nobody, a cap on its
+processes, none of the worker's file descriptors); the worker probes at start-up which of these
+the machine grants, and counts and kills whatever a child left running.
 
 The child for the next job is forked as soon as the last one ends (a "spare"): it initialises
 CUDA and then waits on a pipe for its job, so a verdict does not wait for CUDA's start.
@@ -49,6 +50,7 @@ SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", 
 HARNESS_ERROR_EXIT = 70  # a child whose harness code raised: a verifier bug, never the candidate's
 READY_TIMEOUT_S = 300.0  # importing torch + triton on a busy machine
 GRACE_S = 30.0  # on top of the job timeout, for the worker itself to answer
+NPROC_HEADROOM = 512  # tasks (threads and processes) one candidate may add (see _process_limit)
 
 
 def clean_env(base: dict[str, str], overrides: dict[str, str | None]) -> dict[str, str]:
@@ -96,8 +98,8 @@ class Worker:
         ours, theirs = socket.socketpair()
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-c", "import sys; from mtmc.verify.forkserver import serve; "
-                 "serve(int(sys.argv[1]), sys.argv[2])", str(theirs.fileno()), self.backend],
+                [sys.executable, "-c", "import sys; from mtmc.verify.forkserver import serve, done; "
+                 "serve(int(sys.argv[1]), sys.argv[2]); done()", str(theirs.fileno()), self.backend],
                 env=self.env, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=log,
                 stderr=log, start_new_session=True)
         theirs.close()
@@ -200,6 +202,7 @@ def serve(fd: int, backend: str) -> None:
         os.environ["TRITON_INTERPRET"] = "1"  # read when @triton.jit runs, so before any kernel
     else:
         os.environ.pop("TRITON_INTERPRET", None)
+    os.set_inheritable(fd, False)  # passed to us as inheritable: no program we start may hold it
     conn = Connection(fd)
     import torch  # noqa: F401  (imported once here so that children start warm)
     import torch._dynamo  # noqa: F401  (its import re-wraps torch functions: do it before any snapshot)
@@ -230,6 +233,14 @@ def serve(fd: int, backend: str) -> None:
         spare.discard()
 
 
+def done() -> None:
+    """The worker's end once `serve` returned: its output flushed, then out without the
+    interpreter's teardown of torch and triton (1.4 s of every pool's close on a CPU machine)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
 @dataclass
 class _Spare:
     """A child forked ahead of its job: in its own process group and namespaces (sandbox.py), CUDA
@@ -247,6 +258,7 @@ class _Spare:
         if pid == 0:
             conn.close()  # the child must not be able to talk to the main process
             os.close(write_fd)
+            _close_inherited_fds(keep=read_fd)
             os.setpgid(0, 0)  # own process group: the worker can kill everything the child starts
             _die_with_parent()
             _enter_namespaces(levels)
@@ -293,6 +305,24 @@ class _Spare:
         self.end_namespace()
 
 
+def _close_inherited_fds(keep: int) -> None:
+    """In a fresh spare: close every descriptor the worker held but stdin/stdout/stderr and `keep`
+    (the job pipe). A fork copies them all, close-on-exec or not, and a candidate could read or
+    write any of them (the worker's socket to the main process, a pipe of another job). Done
+    before CUDA opens its device files, which the job needs; nothing in the worker wraps these
+    numbers in an object that would close them again later (its Connection is closed first)."""
+    os.closerange(3, keep)
+    os.closerange(keep + 1, _fd_ceiling())
+
+
+def _fd_ceiling() -> int:
+    """One past the highest descriptor number this process can hold. An unlimited RLIMIT_NOFILE
+    reads as -1 (RLIM_INFINITY), which as a bound would close nothing: the largest C int instead
+    (CPython closes a range with one close_range system call on Linux 5.9 or later)."""
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return soft if 0 < soft < 2**31 - 1 else 2**31 - 1
+
+
 def _enter_namespaces(levels: list[str]) -> None:
     try:
         sandbox.enter_namespaces(levels)  # network and mount; the PID namespace is the worker's doing
@@ -323,17 +353,39 @@ def _read_job(fd: int) -> dict[str, Any] | None:
 
 def _run_in_child(job: dict[str, Any], conn: Connection, spare: _Spare, levels: list[str]) -> Outcome:
     start = time.monotonic()
+    if job.get("isolate"):
+        job = {**job, "nproc_limit": _process_limit(job, levels)}
     if not spare.send(job):  # the spare died waiting (killed from outside): fork a cold one
         spare = _Spare.fork(conn, init_cuda=False, levels=levels)
         spare.send(job)
     pid = spare.pid
     conn.send({"child_pid": pid})
     status = _wait(pid, job["timeout_s"])
+    # Counted here, after the job's end and outside its reach (its own count could be patched):
+    # every process still alive in its PID namespace is one it left running.
+    left = spare.namespace.live_processes() if spare.namespace is not None else 0
     _kill_group(pid)  # anything the child left behind in its process group...
     spare.end_namespace()  # ...or in its PID namespace...
     outcome = _ended(job, status, time.monotonic() - start)
-    outcome.strays = _kill_strays()  # ...or elsewhere (setsid, double fork; no PID namespace): our orphans
+    # ...or elsewhere (setsid, double fork; no PID namespace): our orphans
+    outcome.strays = left + _kill_strays()
     return outcome
+
+
+def _process_limit(job: dict[str, Any], levels: list[str]) -> int:
+    """RLIMIT_NPROC for a candidate: the tasks its user has now, plus the pool's headroom.
+
+    Linux counts RLIMIT_NPROC per real user, machine-wide, threads included, so the limit is the
+    user's current count (other workers' candidates run as nobody too) plus room for what one
+    candidate honestly starts (torch's and CUDA's threads, Triton's compiler processes), times the
+    workers that share the user (`nproc_headroom`, from the pool). A fork bomb stops there.
+    Under the "nobody" level the user is nobody. Without it the job keeps the worker's user: an
+    unprivileged verifier's candidate is still bound (the count then includes the verifier's own
+    processes), but root is not: Linux ignores RLIMIT_NPROC for uid 0 and for holders of
+    CAP_SYS_RESOURCE or CAP_SYS_ADMIN. A root candidate's processes are then bounded only by its
+    timeout and killed with its PID namespace (or by the stray sweep) afterwards."""
+    uid = sandbox.NOBODY if "nobody" in levels else os.getuid()
+    return sandbox.tasks_of(uid) + int(job.get("nproc_headroom") or NPROC_HEADROOM)
 
 
 def _ended(job: dict[str, Any], status: int | None, wall: float) -> Outcome:
@@ -420,9 +472,8 @@ def _child_main(job: dict[str, Any], levels: list[str]) -> None:
             torch.set_num_threads(int(job["cpu_threads"]))
         if isolate:
             sandbox.drop_privileges(levels, scratch)
+            _limit_processes(job)
         result = JOBS[job["job"]](**job["args"])
-        if isolate and "pidns" in levels and isinstance(result, dict):
-            result["processes_left"] = sandbox.other_processes()  # they die with this process
         tmp = result_path.with_suffix(".tmp")
         torch.save(offload(result, scratch), tmp)
         os.replace(tmp, result_path)
@@ -435,6 +486,10 @@ def _child_main(job: dict[str, Any], levels: list[str]) -> None:
 
 
 def _apply_limits(job: dict[str, Any]) -> None:
+    """Core dumps off, CPU time and (CPU backend) address space capped. No RLIMIT_FSIZE: it caps
+    each file, not their sum, and this same process writes the result's raw files afterwards,
+    which are as large as the task's outputs (GBs); a cap on the scratch folder's total would need
+    a size-limited mount, which the main process could not read the result from."""
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a segfaulting candidate must not dump GBs
     cpu_s = int(job["timeout_s"] * (os.cpu_count() or 1)) + 30  # backstop behind the wall clock
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 5))
@@ -444,6 +499,13 @@ def _apply_limits(job: dict[str, Any]) -> None:
         pages = int(Path("/proc/self/statm").read_text().split()[0])
         limit = pages * resource.getpagesize() + int(job["memory_gb"] * 2**30)
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def _limit_processes(job: dict[str, Any]) -> None:
+    """The candidate's cap on processes and threads (`_process_limit`), set once it runs as its
+    final user: the hard limit too, so that it cannot raise it again."""
+    if job.get("nproc_limit"):
+        resource.setrlimit(resource.RLIMIT_NPROC, (job["nproc_limit"], job["nproc_limit"]))
 
 
 def _become_subreaper() -> None:

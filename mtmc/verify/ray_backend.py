@@ -56,10 +56,11 @@ class VerifierActor:
         self.pid = os.getpid()
         self.verifier = make_verifier(backend, **{**kwargs, "cache_path": None})  # the driver caches
 
-    def identity(self) -> tuple[str, str, int]:
-        """(device, settings fingerprint, process id): the cache key's parts, and a liveness probe."""
+    def identity(self) -> tuple[str, str, str, int]:
+        """(device, settings fingerprint, isolation, process id): the cache key's parts, and a
+        liveness probe."""
         engine = self.verifier.engine
-        return engine.device, engine.settings.fingerprint(), self.pid
+        return engine.device, engine.settings.fingerprint(), engine.isolation, self.pid
 
     def verify(self, task: Task, program: Program) -> Verdict:
         if task.path and not Path(task.path).is_file():
@@ -100,7 +101,8 @@ class RayVerifier:
         except Exception:
             self.close()
             raise
-        self.devices = sorted({device for device, _, _ in identities})
+        # (device, isolation) of each actor: a verdict is served only to the sandbox it was judged under
+        self.judges = sorted({(device, isolation) for device, _, isolation, _ in identities})
         self.fingerprint = identities[0][1]  # the same keywords everywhere: the same settings
         self.cache = VerdictCache(cache_path) if cache_path else None
         self._idle: queue.Queue[Any] = queue.Queue()
@@ -121,7 +123,7 @@ class RayVerifier:
             return cached
         verdict = self._judge(task, program)
         if self.cache is not None and cacheable(verdict):
-            key = verdict_key(task, program, verdict.device, self.fingerprint)
+            key = verdict_key(task, program, verdict.device, self.fingerprint, verdict.isolation)
             self.cache.put(key, verdict, task.name, program.digest)
         return verdict
 
@@ -140,8 +142,8 @@ class RayVerifier:
     def _cached(self, task: Task, program: Program) -> Verdict | None:
         if self.cache is None:
             return None
-        for device in self.devices:
-            verdict = self.cache.get(verdict_key(task, program, device, self.fingerprint))
+        for device, isolation in self.judges:
+            verdict = self.cache.get(verdict_key(task, program, device, self.fingerprint, isolation))
             if verdict is not None:
                 return verdict
         return None

@@ -84,6 +84,20 @@ class PidNamespace:
     init: int
     hold_fd: int
 
+    def live_processes(self) -> int:
+        """Processes alive in the namespace besides its init: what the job left running. Counted
+        by the worker from the host's /proc (outside the candidate's reach: a candidate that
+        patches a count in its own process cannot hide a stray). Every process of a PID namespace
+        descends from its init (orphans are re-parented to it, never to a reaper outside), so the
+        walk down from init finds them all; zombies (init is `cat`, it reaps nobody) are dead."""
+        count, stack = 0, _children_of(self.init)
+        while stack:
+            pid = stack.pop()
+            if _state(pid) not in ("Z", "X", ""):
+                count += 1
+            stack += _children_of(pid)
+        return count
+
     def end(self) -> None:
         """Close init's pipe and reap it: init's exit returns only once the kernel has killed every
         process left in the namespace, so afterwards nothing the job started is running."""
@@ -122,10 +136,14 @@ def fork_into_pid_namespace() -> tuple[int, PidNamespace | None]:
 
 
 def _spawn_init() -> PidNamespace:
+    """Init holds only its pipe and /dev/null: the worker's other descriptors are close-on-exec
+    (forkserver.serve), and its log is not init's to write (a root candidate without the "nobody"
+    level could take any descriptor init holds, with pidfd_getfd)."""
     hold_read, hold_write = os.pipe()
     try:
         init = os.posix_spawn(INIT[0], INIT, {}, file_actions=[
-            (os.POSIX_SPAWN_DUP2, hold_read, 0), (os.POSIX_SPAWN_OPEN, 1, "/dev/null", os.O_WRONLY, 0)])
+            (os.POSIX_SPAWN_DUP2, hold_read, 0), (os.POSIX_SPAWN_OPEN, 1, "/dev/null", os.O_WRONLY, 0),
+            (os.POSIX_SPAWN_OPEN, 2, "/dev/null", os.O_WRONLY, 0)])
     finally:
         os.close(hold_read)
     return PidNamespace(init, hold_write)
@@ -267,18 +285,43 @@ def _effective_caps() -> int:
     return -1
 
 
-def other_processes() -> int:
-    """Live processes in this PID namespace besides its init and the job process: what the candidate
-    left running. Meaningful only in the job process of a namespace with its own /proc."""
+def _children_of(pid: int) -> list[int]:
+    """Children of every thread of `pid` (none once it is gone)."""
+    children = []
+    try:
+        for task in os.scandir(f"/proc/{pid}/task"):
+            try:
+                children += [int(c) for c in Path(task.path, "children").read_text().split()]
+            except OSError:
+                pass
+    except OSError:
+        pass
+    return children
+
+
+def _state(pid: int) -> str:
+    """The process's state letter (R, S, Z, ...), '' when it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
+
+
+def tasks_of(uid: int) -> int:
+    """Threads of every process whose real user is `uid`: what RLIMIT_NPROC counts for it (Linux
+    counts tasks, threads included, per real user id, machine-wide). Read in the worker, which
+    sees the host's /proc (a job in a PID namespace sees only its own)."""
     count = 0
     for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or entry.name in ("1", str(os.getpid())):
+        if not entry.name.isdigit():
             continue
         try:
-            state = Path(f"/proc/{entry.name}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
+            status = Path(entry.path, "status").read_text()
+        except OSError:
             continue  # gone meanwhile
-        count += state not in ("Z", "X")
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        if int(fields["Uid"].split()[0]) == uid:
+            count += int(fields.get("Threads", "1"))
     return count
 
 

@@ -129,7 +129,7 @@ class Engine:
     def verify(self, task: Task, program: Program) -> Verdict:
         start = time.monotonic()
         self._check_integrity()
-        key = verdict_key(task, program, self.device, self.settings.fingerprint())
+        key = verdict_key(task, program, self.device, self.settings.fingerprint(), self.isolation)
         cached = self.cache.get(key) if self.cache is not None else None
         if cached is not None:
             return cached
@@ -166,7 +166,7 @@ class Engine:
         if failed is not None:
             failed.phases_s = phases
             return failed
-        left = outcome.strays + int(result.get("processes_left") or 0)
+        left = outcome.strays
         if left:
             return Verdict(Status.REJECTED, f"the candidate left {left} process(es) running after its job "
                            "(setsid, double fork or daemon; killed): work outside the measured call or an "
@@ -207,7 +207,14 @@ class Engine:
                 kernels = ", ".join(launches) or "none"
                 return _reject(verdict, f"{_label(case)}: forward launched none of the candidate's Triton "
                                f"kernels (launched over all cases: {kernels}): decoy kernel (S2)")
-        foreign, exits = Counter(), Counter()
+        # The forwards after the cases (state check; on a GPU, profile and timing) ran under the
+        # census too: the same rules hold for them.
+        others = result["other_calls"]
+        if others["without_launches"]:
+            return _reject(verdict, f"{others['without_launches']} of {others['calls']} forward calls "
+                           "after the checked cases (state check, profile, timing) launched none of the "
+                           "candidate's Triton kernels: decoy kernel (S2)")
+        foreign, exits = Counter(others["foreign_ops"]), Counter(others["host_exits"])
         for got in result["cases"]:
             foreign.update(got["foreign_ops"])
             exits.update(got.get("host_exits") or {})
@@ -529,11 +536,12 @@ def make_verifier(backend: str = "auto", **kwargs: Any) -> InterpreterVerifier |
 
 
 # --- helpers -------------------------------------------------------------------------------------
-def verdict_key(task: Task, program: Program, device: str, fingerprint: str) -> str:
+def verdict_key(task: Task, program: Program, device: str, fingerprint: str, isolation: str) -> str:
     """The verdict cache's key of `program` on `task`, judged on `device` with settings `fingerprint`
-    (a Ray driver computes the same key as its actors' engines: ray_backend.py)."""
+    under sandbox `isolation` (a Ray driver computes the same key as its actors' engines:
+    ray_backend.py)."""
     return cache_key(task.source, hashlib.sha256(program.source.encode()).hexdigest(), device,
-                     VERIFIER_VERSION, fingerprint)
+                     VERIFIER_VERSION, fingerprint, isolation)
 
 
 def cacheable(verdict: Verdict) -> bool:
@@ -584,7 +592,8 @@ def _instrument_problem(result: dict[str, Any]) -> str:
     if result.get("threads_spawned"):
         return (f"the candidate's code started {result['threads_spawned']} thread(s): work on another "
                 "thread is invisible to the op census (T2)")
-    broken = next((c["census_broken"] for c in result["cases"] if c.get("census_broken")), "")
+    calls = [*result["cases"], result["other_calls"]]
+    broken = next((c["census_broken"] for c in calls if c.get("census_broken")), "")
     if broken:
         return f"{broken}: tampering with the verifier (T3/S19)"
     return ""

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from mtmc.verify import sandbox
-from mtmc.verify.forkserver import Outcome, Worker
+from mtmc.verify.forkserver import NPROC_HEADROOM, Outcome, Worker
 from mtmc.verify.transport import restore
 
 
@@ -33,6 +33,8 @@ class WorkerPool:
         self.memory_gb = memory_gb
         self.cpu_threads = cpu_threads
         self._numbers = itertools.count()
+        # The workers' candidates all run as nobody and share its process count (RLIMIT_NPROC).
+        self.nproc_headroom = NPROC_HEADROOM * len(envs)
         self.workers = [Worker(backend, env, self.root / f"worker{i}.log") for i, env in enumerate(envs)]
         for worker in self.workers:  # all launched first: they import torch in parallel
             worker.wait_ready()
@@ -55,6 +57,7 @@ class WorkerPool:
         try:
             outcome = worker.run({"job": job, "args": args, "scratch": str(scratch),
                                   "memory_gb": self.memory_gb, "cpu_threads": self.cpu_threads,
+                                  "nproc_headroom": self.nproc_headroom,
                                   "isolate": job in sandbox.UNTRUSTED_JOBS,  # a candidate reads only:
                                   "readable": [args["inputs_path"]] if "inputs_path" in args else []},
                                  timeout_s)

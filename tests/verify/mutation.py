@@ -4,8 +4,9 @@ Each mutant disables or loosens one check: every rule call site of the static ch
 `_flag` made unreachable), and a hand-written list of compare conditions, rejections and
 instruments. For each mutant, a scratch copy of the repository gets the change and runs
 tests/verify/test_static.py, test_correctness.py, test_protocol.py, test_proof.py, test_child.py,
-test_verifier.py and test_corpus.py, one file at a time with -x, the file that mirrors the mutated
-module first; the first failing test is the one that caught it. A mutant no test catches survives.
+test_verifier.py, test_corpus.py, test_forkserver.py and test_sandbox.py, one file at a time with
+-x, the files that mirror the mutated module first; the first failing test is the one that caught
+it. A mutant no test catches survives.
 Not part of the default test run (slow: minutes per runtime mutant on two cores):
 
     python tests/verify/mutation.py [--only SUBSTRING] [--out table.md]
@@ -28,16 +29,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 TESTS = ["tests/verify/test_static.py", "tests/verify/test_correctness.py", "tests/verify/test_protocol.py",
          "tests/verify/test_proof.py", "tests/verify/test_child.py", "tests/verify/test_verifier.py",
-         "tests/verify/test_corpus.py"]
+         "tests/verify/test_corpus.py", "tests/verify/test_forkserver.py", "tests/verify/test_sandbox.py"]
 STATIC, CORRECTNESS = "mtmc/verify/static.py", "mtmc/verify/correctness.py"
 VERIFIER, PROOF = "mtmc/verify/verifier.py", "mtmc/verify/proof.py"
 CHILD, PROTOCOL = "mtmc/verify/child.py", "mtmc/verify/protocol.py"
 LAUNCH = "mtmc/verify/static_launch.py"
+FORKSERVER, SANDBOX = "mtmc/verify/forkserver.py", "mtmc/verify/sandbox.py"
 STATIC_FILES = [STATIC, LAUNCH]
 MIRROR = {STATIC: "tests/verify/test_static.py", LAUNCH: "tests/verify/test_static.py",
           CORRECTNESS: "tests/verify/test_correctness.py", PROOF: "tests/verify/test_proof.py",
           PROTOCOL: "tests/verify/test_protocol.py", CHILD: "tests/verify/test_child.py",
-          VERIFIER: "tests/verify/test_corpus.py"}
+          VERIFIER: "tests/verify/test_corpus.py", SANDBOX: "tests/verify/test_sandbox.py",
+          FORKSERVER: ["tests/verify/test_forkserver.py", "tests/verify/test_sandbox.py"]}
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,20 @@ MANUAL = [
     ("judge: numpy / host exits", VERIFIER, "        if exits:\n", "        if False:\n"),
     ("judge: foreign aten ops", VERIFIER, "        if foreign:\n", "        if False:\n"),
     ("judge: kept state changed", VERIFIER, "if verdict.ok and changed:", "if False:"),
+    ("judge: decoy in the calls after the cases", VERIFIER, 'if others["without_launches"]:', "if False:"),
+    ("judge: census of the calls after the cases", VERIFIER,
+     'foreign, exits = Counter(others["foreign_ops"]), Counter(others["host_exits"])',
+     "foreign, exits = Counter(), Counter()"),
+    ("cache: key without the isolation", VERIFIER,
+     "self.settings.fingerprint(), self.isolation)", 'self.settings.fingerprint(), "")'),
+    ("sandbox: strays counted by the worker", FORKSERVER,
+     "left = spare.namespace.live_processes() if spare.namespace is not None else 0", "left = 0"),
+    ("sandbox: process cap", FORKSERVER,
+     'resource.setrlimit(resource.RLIMIT_NPROC, (job["nproc_limit"], job["nproc_limit"]))', "pass"),
+    ("sandbox: spare keeps the worker's descriptors", FORKSERVER,
+     "            _close_inherited_fds(keep=read_fd)\n", "\n"),
+    ("sandbox: worker socket inheritable by init", FORKSERVER,
+     "    os.set_inheritable(fd, False)", "    pass"),
     ("judge: foreign device kernels (GPU)", VERIFIER,
      "elif foreign and not task.library_ops:", "elif False:"),
     ("protocol: no repeats", PROTOCOL,
@@ -156,10 +173,11 @@ def apply(mutant: Mutant, scratch: Path) -> None:
     path.write_text(text.replace(mutant.old, mutant.new))
 
 
-def run_tests(scratch: Path, first: str, timeout_s: float) -> str:
-    """The first failing test's id, '' when every test passed (the mutant survived). The test file
-    that mirrors the mutated module runs first, then the others, each with -x."""
-    order = [first] + [t for t in TESTS if t != first] if first in TESTS else TESTS
+def run_tests(scratch: Path, first: str | list[str], timeout_s: float) -> str:
+    """The first failing test's id, '' when every test passed (the mutant survived). The test files
+    that mirror the mutated module run first, then the others, each with -x."""
+    firsts = [first] if isinstance(first, str) else first
+    order = [t for t in firsts if t in TESTS] + [t for t in TESTS if t not in firsts]
     env = {"PYTHONPATH": str(scratch), "PATH": "/usr/bin:/bin", "HOME": str(scratch)}
     deadline = time.monotonic() + timeout_s
     for test_file in order:

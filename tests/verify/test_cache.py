@@ -13,7 +13,7 @@ def _verdict(**kw):
 
 def test_round_trip(tmp_path):
     cache = VerdictCache(tmp_path / "v.sqlite")
-    key = cache_key("task src", "abc", "NVIDIA H100", "1.0", "{}")
+    key = cache_key("task src", "abc", "NVIDIA H100", "1.0", "{}", "netns+pidns+readonly+nobody")
     assert cache.get(key) is None
     cache.put(key, _verdict(), "softmax", "abc")
     got = cache.get(key)
@@ -29,7 +29,7 @@ def test_nan_errors_survive(tmp_path):
 
 
 def test_key_changes_with_every_component():
-    base = ("task", "prog", "dev", "1.0", "{}")
+    base = ("task", "prog", "dev", "1.0", "{}", "rlimits-only")
     keys = {cache_key(*base)}
     for i in range(len(base)):
         changed = list(base)

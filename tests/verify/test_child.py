@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from mtmc.tasks import Task
-from mtmc.verify.child import _default_backend_flags, _host_copy, _state_changes, reference
+from mtmc.verify.child import _default_backend_flags, _forward, _host_copy, _state_changes, reference
 
 
 def test_host_copy_of_a_cpu_tensor_is_detached_from_it():
@@ -46,7 +46,8 @@ def test_a_cache_in_the_modules_globals_is_a_state_change():
             store.append(x.clone())  # a module-level list of every input seen
             return x * 2
 
-    changes = _state_changes(candidate_module(Caching, STORE=store), cases({"n": 4}, {"n": 4}), "cpu")
+    module = candidate_module(Caching, STORE=store)
+    changes = _state_changes(module, cases({"n": 4}, {"n": 4}), "cpu", _forward)
     assert changes == ["STORE[1]"]
 
 
@@ -66,10 +67,11 @@ def test_tensors_kept_on_the_model_may_be_made_once_but_not_depend_on_the_inputs
             self.last.copy_(x)  # what it keeps depends on the inputs
             return x * 2
 
-    assert _state_changes(candidate_module(LazyConstant), cases({"n": 4}, {"n": 4}), "cpu") == []
-    assert _state_changes(candidate_module(LastInput), cases({"n": 4}, {"n": 4}), "cpu") == ["self.last"]
+    assert _state_changes(candidate_module(LazyConstant), cases({"n": 4}, {"n": 4}), "cpu", _forward) == []
+    last = _state_changes(candidate_module(LastInput), cases({"n": 4}, {"n": 4}), "cpu", _forward)
+    assert last == ["self.last"]
     # one case of each size: no second seed to compare with
-    assert _state_changes(candidate_module(LastInput), cases({"n": 4}, {"n": 5}), "cpu") == []
+    assert _state_changes(candidate_module(LastInput), cases({"n": 4}, {"n": 5}), "cpu", _forward) == []
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -156,3 +158,36 @@ def test_baselines_are_timed_with_pytorchs_default_backend_flags():
         assert torch.backends.cudnn.allow_tf32 and not torch.backends.cuda.matmul.allow_tf32
     finally:
         torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
+
+
+# bitwise comparison of GB-sized outputs: in chunks (on a GPU, a host copy against device outputs)
+
+
+@pytest.mark.parametrize("chunk_bytes", [1 << 30, 12, 4])  # whole, several chunks, one element each
+def test_same_compares_every_chunk_with_nans_equal(monkeypatch, chunk_bytes):
+    from mtmc.verify import child
+
+    monkeypatch.setattr(child, "COMPARE_CHUNK_BYTES", chunk_bytes)
+    a = torch.randn(5, 7)
+    a[1, 3] = a[4, 6] = float("nan")
+    b = a.t().contiguous().t()  # equal values, another layout
+    assert child._same(a, b)
+    for where in [(0, 0), (2, 5), (4, 6)]:  # the first, a middle and the last chunk
+        c = a.clone()
+        c[where] = 1.5
+        assert not child._same(a, c), where
+    assert not child._same(a, a[:4])
+    ints = torch.arange(35).reshape(5, 7)
+    assert child._same(ints, ints.clone()) and not child._same(ints, ints.flip(1))
+
+
+@pytest.mark.gpu
+def test_same_compares_a_host_copy_with_device_outputs_on_the_device(monkeypatch):
+    from mtmc.verify import child
+
+    monkeypatch.setattr(child, "COMPARE_CHUNK_BYTES", 1 << 20)
+    out = torch.randn(3 << 20, device="cuda")
+    host = child._host_copy(out)
+    assert child._same(host, out) and child._same(out, host)
+    out[-1] += 1
+    assert not child._same(host, out)

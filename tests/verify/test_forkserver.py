@@ -3,14 +3,17 @@ behaviour on hangs, crashes and its own death (the corpus covers each status end
 
 import os
 import signal
+import socket
 import textwrap
 import time
+from multiprocessing.connection import Connection
 
+import torch
 from corpus_index import TASKS
 
 from mtmc.program import Program
 from mtmc.tasks import load_task
-from mtmc.verify import Status, format_verdict_table
+from mtmc.verify import Status, child, forkserver, format_verdict_table
 from mtmc.verify.forkserver import clean_env
 
 # With static checks off, this candidate inspects its own process and is only correct when the
@@ -130,3 +133,39 @@ def test_a_spare_child_waits_for_the_next_job_and_its_death_loses_nothing(verifi
     assert verdict.ok, format_verdict_table(verdict)
     assert worker.pid == verifier.engine.pool.workers[0].pid  # handled inside the worker
     assert len(wait_for_children(worker.pid, 1)) == 1  # the dead spare reaped, a new one waiting
+
+
+def test_a_spare_drops_every_descriptor_its_worker_held(tmp_path, monkeypatch):
+    """A spare forked from this test process (standing in for a worker that holds files, sockets
+    and pipes: pytest's captures, a socket pair, a file opened for writing) runs a job that lists
+    its descriptors: stdin (the worker's is /dev/null), and its own log (stdout, stderr, the crash
+    handler's copy) only."""
+    worker_file = os.open(tmp_path / "worker-only.txt", os.O_WRONLY | os.O_CREAT)
+    ours, theirs = socket.socketpair()
+    monkeypatch.setitem(child.JOBS, "list_fds", lambda: {
+        "fds": {int(fd): os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")
+                if os.path.exists(f"/proc/self/fd/{fd}")}})
+    scratch = tmp_path / "job"
+    scratch.mkdir()
+    spare = forkserver._Spare.fork(Connection(theirs.detach()), init_cuda=False, levels=[])
+    try:
+        assert spare.send({"job": "list_fds", "args": {}, "scratch": str(scratch), "timeout_s": 30.0})
+        _, status = os.waitpid(spare.pid, 0)
+    finally:
+        os.close(worker_file)
+        ours.close()
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, (scratch / "child.log").read_text()
+    fds = torch.load(scratch / "result.pt", weights_only=True)["fds"]
+    log = str(scratch / "child.log")
+    fds.pop(0)
+    assert set(fds.values()) == {log}, fds
+
+
+def test_an_unlimited_descriptor_limit_still_closes_every_descriptor(monkeypatch):
+    """RLIMIT_NOFILE unlimited reads as -1: as the range's end it would close nothing."""
+    import resource
+
+    monkeypatch.setattr(resource, "getrlimit", lambda _: (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    assert forkserver._fd_ceiling() == 2**31 - 1
+    monkeypatch.setattr(resource, "getrlimit", lambda _: (1024, 4096))
+    assert forkserver._fd_ceiling() == 1024

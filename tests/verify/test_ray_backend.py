@@ -57,7 +57,7 @@ class FakeActor:
         self.answers = list(answers)
         self.calls = 0
         self.verify = FakeMethod(self._verify)
-        self.identity = FakeMethod(lambda: ("cpu (triton interpreter)", "settings", 1))
+        self.identity = FakeMethod(lambda: ("cpu (triton interpreter)", "settings", "rlimits-only", 1))
 
     def _verify(self, task, program):
         self.calls += 1
@@ -80,7 +80,7 @@ def fake_verifier(actors, cache_path=None) -> RayVerifier:
     verifier = object.__new__(RayVerifier)  # the dispatch alone: no Ray instance, no processes
     verifier.ray = FakeRay()
     verifier.actors = list(actors)
-    verifier.devices, verifier.fingerprint = ["cpu (triton interpreter)"], "settings"
+    verifier.judges, verifier.fingerprint = [("cpu (triton interpreter)", "rlimits-only")], "settings"
     verifier.start_timeout_s = 1.0
     verifier.cache = None
     if cache_path:
@@ -102,7 +102,8 @@ def died() -> Exception:
 
 
 def ok_verdict() -> Verdict:
-    return Verdict(Status.OK, "correct", device="cpu (triton interpreter)")
+    return Verdict(Status.OK, "correct", device="cpu (triton interpreter)",
+                   isolation="rlimits-only")  # what the engine stamps on its verdicts
 
 
 def test_a_verdict_whose_actor_died_is_retried_once():
@@ -189,14 +190,14 @@ def test_two_actors_with_one_killed_mid_suite_give_the_one_process_table(ray_ins
     arrived = []
     with RayVerifier(actors=2, gpus_per_actor=1, seed=SEED, timeout_s=60.0) as verifier:
         assert verifier.concurrency == 2
-        pids = [ray.get(a.identity.remote())[2] for a in verifier.actors]
+        pids = [ray.get(a.identity.remote())[3] for a in verifier.actors]
         with caplog.at_level(logging.WARNING, logger="mtmc.verify.ray_backend"):
             for index, verdict in verifier.verify_many(pairs):
                 arrived.append((index, verdict))
                 if len(arrived) == 1:
                     kill_when_busy(verifier, pids[0])
         assert verifier.restarts == 1 and "an actor died" in caplog.text  # it died mid-verdict
-        assert ray.get(verifier.actors[0].identity.remote())[2] != pids[0]  # and Ray restarted it
+        assert ray.get(verifier.actors[0].identity.remote())[3] != pids[0]  # and Ray restarted it
     assert sorted(i for i, _ in arrived) == list(range(len(pairs)))  # each verdict exactly once
     verdicts = [v for _, v in sorted(arrived, key=lambda item: item[0])]
     assert table(verdicts) == one_process_table

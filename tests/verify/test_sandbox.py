@@ -237,3 +237,102 @@ def test_without_the_sandbox_the_fallback_is_loud_and_strays_still_die(monkeypat
     while marked_processes(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert marked_processes(marker) == []
+
+
+def test_a_stray_hidden_from_the_candidates_own_count_is_still_found(unchecked_verifier):
+    """The worker counts what is left in the job's PID namespace from outside it: a candidate that
+    patches any count in its own process (here the one the child used to run) hides nothing."""
+    marker = f"mtmc-marker-{uuid.uuid4().hex}"
+    verdict = verify(unchecked_verifier, candidate(f'''
+        subprocess.Popen(['setsid', sys.executable, '-c', {SLEEPER!r}, {marker!r}])
+        time.sleep(0.5)
+        sys.modules["mtmc.verify.sandbox"].other_processes = lambda: 0
+    '''))
+    assert verdict.status == Status.REJECTED, format_verdict_table(verdict)
+    assert "left 1 process(es) running" in verdict.message
+    assert marked_processes(marker) == []
+
+
+def test_a_fork_bomb_hits_the_process_cap(unchecked_verifier, monkeypatch):
+    """RLIMIT_NPROC (nobody's tasks now, plus the pool's headroom, made small here): fork refuses
+    before the candidate has 300 processes. It cleans up and re-raises, so the refusal itself is
+    the verdict's reason."""
+    monkeypatch.setattr(unchecked_verifier.engine.pool, "nproc_headroom", 64)
+    verdict = verify(unchecked_verifier, candidate('''
+        children = []
+        try:
+            for _ in range(300):
+                pid = os.fork()
+                if pid == 0:
+                    time.sleep(60)
+                    os._exit(0)
+                children.append(pid)
+        finally:
+            for pid in children:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+        raise RuntimeError(f"forked {len(children)} processes")
+    '''))
+    assert verdict.status == Status.RUNTIME_ERROR, format_verdict_table(verdict)
+    assert "BlockingIOError: [Errno 11] Resource temporarily unavailable" in verdict.message
+
+
+def test_the_candidate_holds_no_descriptor_of_the_worker(unchecked_verifier):
+    """Inside: only stdin (/dev/null), its own log (stdout, stderr, the crash handler's copy).
+    Outside: the namespace's init holds nothing of the worker (its socket to this process was
+    inheritable, and a root candidate could take it from init with pidfd_getfd)."""
+    verdict = verify(unchecked_verifier, candidate('''
+        held = {}
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                held[int(fd)] = os.readlink(f"/proc/self/fd/{fd}")
+            except FileNotFoundError:
+                pass  # the listing's own descriptor
+        log = os.path.join(os.getcwd(), "child.log")
+        foreign = {fd: to for fd, to in held.items() if to != log and (fd, to) != (0, "/dev/null")}
+        if foreign:
+            raise RuntimeError(f"inherited descriptors: {foreign}")
+    '''))
+    assert verdict.status == Status.OK, format_verdict_table(verdict)
+    worker = unchecked_verifier.engine.pool.workers[0].pid
+    deadline = time.monotonic() + 10
+    while not (inits := namespace_inits(worker)) and time.monotonic() < deadline:
+        time.sleep(0.05)  # the next spare is forked once the verdict's result is sent
+    assert inits, "the next spare's namespace init is running"
+    for init in inits:
+        held = {fd: os.readlink(f"/proc/{init}/fd/{fd}") for fd in os.listdir(f"/proc/{init}/fd")}
+        assert set(held) == {"0", "1", "2"} and held["1"] == held["2"] == "/dev/null", held
+
+
+def namespace_inits(worker: int) -> list[int]:
+    inits = []
+    for pid in map(int, Path(f"/proc/{worker}/task/{worker}/children").read_text().split()):
+        try:
+            if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(sandbox.INIT[0].encode()):
+                inits.append(pid)
+        except OSError:
+            pass
+    return inits
+
+
+def test_a_verdict_under_weaker_isolation_is_not_served_under_full_isolation(
+        unchecked_verifier, monkeypatch, tmp_path):
+    """The verdict cache's key holds the isolation: a write outside scratch passes without the
+    sandbox (rlimits-only), and the same program, same settings, same cache, is judged afresh
+    under full isolation (where the write fails)."""
+    from mtmc.verify.cache import VerdictCache
+
+    cache = tmp_path / "verdicts.sqlite"
+    target = Path("/tmp") / f"mtmc-escape-{uuid.uuid4().hex}"
+    program = candidate(f"open({str(target)!r}, 'w').write('escaped')")
+    monkeypatch.setenv("MTMC_VERIFY_SANDBOX", "0")
+    with InterpreterVerifier(timeout_s=unchecked_verifier.engine.settings.timeout_s, static_checks=False,
+                             cache_path=str(cache)) as weak:
+        assert weak.engine.settings.fingerprint() == unchecked_verifier.engine.settings.fingerprint()
+        loose = verify(weak, program)
+    target.unlink()
+    assert loose.status == Status.OK and loose.isolation == "rlimits-only", format_verdict_table(loose)
+    monkeypatch.setattr(unchecked_verifier.engine, "cache", VerdictCache(cache))
+    verdict = verify(unchecked_verifier, program)
+    assert verdict.status == Status.RUNTIME_ERROR, format_verdict_table(verdict)
+    assert "Read-only file system" in verdict.message and not target.exists()
