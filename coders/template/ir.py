@@ -145,6 +145,12 @@ def step_outs(step: Kernel | PyStep) -> list[str]:
     return [o.value for o in step.outputs] if isinstance(step, Kernel) else list(step.outs)
 
 
+def self_path(path: str) -> str:
+    """`self.<path>` as Python: children of nn.Sequential and nn.ModuleList are indexed
+    (`self.features.0.weight` -> `self.features[0].weight`)."""
+    return "self" + "".join(f"[{part}]" if part.isdigit() else f".{part}" for part in path.split("."))
+
+
 SPACE_VALUES = ("input", "a", "b", "q", "k", "v", "bias", "weight", "geometry")
 
 

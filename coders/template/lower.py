@@ -13,7 +13,7 @@ import torch
 from coders.template import pooling
 from coders.template.conv_lower import lower_conv
 from coders.template.conv_transpose_lower import lower_conv_transpose
-from coders.template.ir import Kernel, Op, Operand, Output, ProgramIR, PyStep
+from coders.template.ir import Kernel, Op, Operand, Output, ProgramIR, PyStep, self_path
 from coders.template.trace import GNode, Graph, Ref, _Unsupported, render, unsupported
 
 # Port defaults: simple, safe blocks; the planner tunes from here.
@@ -49,7 +49,7 @@ def lower(graph: Graph) -> ProgramIR:
             if isinstance(arg, _Unsupported):
                 raise unsupported(arg.what)
         if node.kind == "param":
-            ir.steps.append(PyStep(outs=[node.name], expr=f"self.{node.attrs['path']}", uses=[]))
+            ir.steps.append(PyStep(outs=[node.name], expr=self_path(node.attrs["path"]), uses=[]))
         elif node.kind == "py":
             ir.steps.append(PyStep(outs=[node.name], expr=node.expr, uses=node.refs(),
                                    alias_of=node.alias_of, library=node.library))

@@ -32,6 +32,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from coders.template import pooling
+from coders.template.ir import self_path
 from coders.template.ops import UNARY
 from mtmc.protocols import CoderError
 from mtmc.tasks import Task
@@ -974,7 +975,7 @@ def _m_norm(nz, n, module, path, args, kwargs, result):
              "eps": module.eps}
         return _h_rowwise(nz, n.name, "rms_norm", b, result)
     # the group count is read from the module at run time: it may differ between task sizes
-    groups = nz.py(f"{n.name}_groups", f"self.{path}.num_groups", None)
+    groups = nz.py(f"{n.name}_groups", f"{self_path(path)}.num_groups", None)
     b = {"input": args[0], "num_groups": groups, "weight": weight, "bias": bias, "eps": module.eps}
     return _h_rowwise(nz, n.name, "group_norm", b, result)
 

@@ -59,3 +59,8 @@ def test_a_deep_program_tries_each_pair_a_bounded_number_of_times(monkeypatch):
     merges = len(lowered.kernels()) - len(fused.kernels())
     assert len(lowered.kernels()) > 200 and merges > len(lowered.kernels()) // 2
     assert len(tries) < 2 * merges
+
+
+def test_residual_tower_matches_reference(tmp_path):
+    task = cnn_task("residual_tower")
+    check(task, coder.apply(task, None, PORT), tmp_path)
