@@ -23,6 +23,7 @@ import contextlib
 import math
 import operator
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -503,6 +504,8 @@ _reg("to", _X + ["dtype"], ".to")
 _reg("type_as", _X + ["other"], ".type_as")
 _reg("dropout", _X + ["p", "training", "inplace"], F.dropout, torch.dropout, F.dropout1d,
      F.dropout2d, F.alpha_dropout)
+_reg("batch_norm", _X + ["running_mean", "running_var", "weight", "bias", "training", "momentum",
+                         "eps"], F.batch_norm)
 _reg("alias", _X, ".contiguous", ".clone", ".detach", torch.clone, torch.detach)
 # reductions and row-wise families
 _reg("sum", _X + ["dim", "keepdim", "dtype"], torch.sum, ".sum")
@@ -981,26 +984,99 @@ def _m_norm(nz, n, module, path, args, kwargs, result):
 
 
 def _m_batchnorm(nz, n, module, path, args, kwargs, result):
+    def param(attr: str) -> Callable[[], Ref] | None:
+        # looked up where the lowering reads it, which orders the program's parameter reads
+        return (lambda: nz.param(f"{path}.{attr}")) if getattr(module, attr, None) is not None else None
+
     if module.training or not module.track_running_stats:
-        raise unsupported("batch norm with batch statistics (training mode)")
-    x = args[0]
-    rank = len(nz.shape(x))
+        # what PyTorch does then: normalise with the batch's statistics (the running ones it also
+        # updates are state, not output; the forward never reads them in this mode)
+        return _batch_norm_batch_stats(nz, n.name, args[0], param("weight"), param("bias"), float(module.eps))
+    return _batch_norm_running_stats(nz, n.name, args[0], param("running_mean"), param("running_var"),
+                                     param("weight"), param("bias"), float(module.eps))
+
+
+def _h_batch_norm(nz: _Normalizer, name: str, op: str, b: dict, result: Any) -> Ref:
+    """F.batch_norm: batch statistics with training=True or without running statistics."""
+    eps = b.get("eps", 1e-5)
+    if any(isinstance(v, Ref) for v in (b.get("training"), eps)):
+        raise unsupported("batch_norm with a computed training flag or eps")
+
+    def given(key: str) -> Callable[[], Ref] | None:
+        ref = b.get(key)
+        return (lambda: ref) if ref is not None else None
+
+    if b.get("training", False) or b.get("running_mean") is None or b.get("running_var") is None:
+        return _batch_norm_batch_stats(nz, name, b["input"], given("weight"), given("bias"), float(eps))
+    return _batch_norm_running_stats(nz, name, b["input"], given("running_mean"), given("running_var"),
+                                     given("weight"), given("bias"), float(eps))
+
+
+_HANDLERS["batch_norm"] = _h_batch_norm
+
+
+def _per_channel(nz: _Normalizer, name: str, get: Callable[[], Ref], rank: int) -> Ref:
+    """A (C,) parameter viewed as (C, 1, ...) so it broadcasts over an (N, C, *spatial) input."""
+    p = get()
     view = "(-1" + ", 1" * (rank - 2) + ")"
+    meta = torch.empty(nz.shape(p)[0], *([1] * (rank - 2)), device="meta", dtype=nz.meta(p).dtype)
+    return nz.py(name, f"{p.name}.view{view}", meta, alias_of=p.name, args=[p])
 
-    def channel(attr: str) -> Ref:
-        p = nz.param(f"{path}.{attr}")
-        meta = torch.empty(nz.shape(p)[0], *([1] * (rank - 2)), device="meta", dtype=nz.meta(p).dtype)
-        return nz.py(f"{n.name}_{attr}", f"{p.name}.view{view}", meta, alias_of=p.name, args=[p])
 
-    mean, var = channel("running_mean"), channel("running_var")
-    y = nz.pw("sub", [x, mean], base=f"{n.name}_centered")
-    inv = nz.pw("add", [var, float(module.eps)], base=f"{n.name}_var_eps")
-    inv = nz.pw("rsqrt", [inv], base=f"{n.name}_inv_std")
-    y = nz.pw("mul", [y, inv], base=f"{n.name}_normed")
-    if module.affine:
-        y = nz.pw("mul", [y, channel("weight")], base=f"{n.name}_scaled")
-        y = nz.pw("add", [y, channel("bias")], base=n.name)
+def _batch_norm_running_stats(nz: _Normalizer, name: str, x: Ref, mean: Callable[[], Ref],
+                              var: Callable[[], Ref], weight: Callable[[], Ref] | None,
+                              bias: Callable[[], Ref] | None, eps: float) -> Ref:
+    rank = len(nz.shape(x))
+    mean = _per_channel(nz, f"{name}_running_mean", mean, rank)
+    var = _per_channel(nz, f"{name}_running_var", var, rank)
+    y = nz.pw("sub", [x, mean], base=f"{name}_centered")
+    inv = nz.pw("add", [var, eps], base=f"{name}_var_eps")
+    inv = nz.pw("rsqrt", [inv], base=f"{name}_inv_std")
+    return _batch_norm_affine(nz, name, nz.pw("mul", [y, inv], base=f"{name}_normed"), weight, bias)
+
+
+def _batch_norm_batch_stats(nz: _Normalizer, name: str, x: Ref, weight: Callable[[], Ref] | None,
+                            bias: Callable[[], Ref] | None, eps: float) -> Ref:
+    """Per-channel mean and biased variance over the batch and the spatial dims, two passes (the
+    centred values squared, not E[x^2] - mean^2, which cancels). The reductions run over
+    contiguous dims: first each (n, c) plane, then the batch (equal-sized planes, so the mean of
+    the plane means is the channel mean)."""
+    shape = nz.shape(x)
+    rank = len(shape)
+    if rank < 2:
+        raise unsupported("batch norm of a tensor without a channel dim")
+
+    def channel_mean(value: Ref, base: str) -> Ref:
+        if rank > 2:
+            value = nz.red("mean", value, (2, rank), f"{base}_planes", (*shape[:2], *[1] * (rank - 2)),
+                           attrs={"keepdim": True})
+        return nz.red("mean", value, (0, 1), base, (1, shape[1], *[1] * (rank - 2)),
+                      attrs={"keepdim": True})
+
+    centered = nz.pw("sub", [x, channel_mean(x, f"{name}_mean")], base=f"{name}_centered")
+    squares = nz.pw("mul", [centered, centered], base=f"{name}_sq")
+    inv = nz.pw("add", [channel_mean(squares, f"{name}_var"), eps], base=f"{name}_var_eps")
+    inv = nz.pw("rsqrt", [inv], base=f"{name}_inv_std")
+    return _batch_norm_affine(nz, name, nz.pw("mul", [centered, inv], base=f"{name}_normed"), weight, bias)
+
+
+def _batch_norm_affine(nz: _Normalizer, name: str, y: Ref, weight: Callable[[], Ref] | None,
+                       bias: Callable[[], Ref] | None) -> Ref:
+    rank = len(nz.shape(y))
+    if weight is not None and bias is not None:  # nn.BatchNorm: affine has both
+        y = nz.pw("mul", [y, _per_channel(nz, f"{name}_weight", weight, rank)], base=f"{name}_scaled")
+        return nz.pw("add", [y, _per_channel(nz, f"{name}_bias", bias, rank)], base=name)
+    if weight is not None:
+        return nz.pw("mul", [y, _per_channel(nz, f"{name}_weight", weight, rank)], base=name)
+    if bias is not None:
+        return nz.pw("add", [y, _per_channel(nz, f"{name}_bias", bias, rank)], base=name)
     return y
+
+
+def _m_dropout(nz, n, module, path, args, kwargs, result):
+    if module.training and module.p > 0:
+        raise unsupported(f"{type(module).__name__}(p={module.p}) in training mode (random)")
+    return args[0]
 
 
 def _m_act(op: str, **attrs_of):
@@ -1072,8 +1148,8 @@ _MODULES: dict[type, Any] = {
     nn.Threshold: _m_act("threshold", threshold="threshold", value="value"),
     nn.Hardshrink: _m_act("hardshrink", lambd="lambd"),
     nn.Softshrink: _m_act("softshrink", lambd="lambd"),
-    nn.Dropout: _m_identity, nn.Dropout1d: _m_identity, nn.Dropout2d: _m_identity,
-    nn.AlphaDropout: _m_identity, nn.Identity: _m_identity,
+    nn.Dropout: _m_dropout, nn.Dropout1d: _m_dropout, nn.Dropout2d: _m_dropout,
+    nn.AlphaDropout: _m_dropout, nn.Identity: _m_identity,
     nn.Softmax: _m_softmax("softmax"), nn.LogSoftmax: _m_softmax("log_softmax"),
     nn.Flatten: _m_flatten,
     nn.CrossEntropyLoss: _m_loss("cross_entropy"), nn.NLLLoss: _m_loss("nll_loss"),

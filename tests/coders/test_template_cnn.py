@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from coders.template import TemplateCoder, fuse
 from coders.template.emit.common import FusionError
 from coders.template.ir import ProgramIR
@@ -64,3 +66,11 @@ def test_a_deep_program_tries_each_pair_a_bounded_number_of_times(monkeypatch):
 def test_residual_tower_matches_reference(tmp_path):
     task = cnn_task("residual_tower")
     check(task, coder.apply(task, None, PORT), tmp_path)
+
+
+@pytest.mark.parametrize("name", ["batch_norm_batch_stats", "batch_norm_functional"])
+def test_batch_norm_with_batch_statistics_matches_reference(name, tmp_path):
+    task = cnn_task(name)
+    program = coder.apply(task, None, PORT)
+    assert "running_mean" not in program.source.split("class ModelNew")[1].split("def forward")[1]
+    check(task, program, tmp_path)
