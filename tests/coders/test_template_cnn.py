@@ -74,3 +74,8 @@ def test_batch_norm_with_batch_statistics_matches_reference(name, tmp_path):
     program = coder.apply(task, None, PORT)
     assert "running_mean" not in program.source.split("class ModelNew")[1].split("def forward")[1]
     check(task, program, tmp_path)
+
+
+def test_blocks_built_by_nested_functions_match_reference(tmp_path):
+    task = cnn_task("builder_functions")
+    check(task, coder.apply(task, None, PORT), tmp_path)

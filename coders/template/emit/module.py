@@ -204,20 +204,34 @@ def _module_constants(tree: ast.Module, source: str) -> dict[str, tuple[ast.AST,
 
 
 def _free_names(node: ast.AST) -> set[str]:
-    """Global names a function (or expression) reads."""
+    """Global names a function (or expression) reads. A function defined inside it (a builder
+    such as MobileNet's `conv_dw(inp, oup, stride)`) has its own scope: its parameters are not
+    free, and what it reads is free unless the outer scope binds it."""
     bound: set[str] = set()
-    if isinstance(node, ast.FunctionDef):
-        bound |= {a.arg for a in node.args.args + node.args.kwonlyargs}
-        if node.args.vararg:
-            bound.add(node.args.vararg.arg)
-        if node.args.kwarg:
-            bound.add(node.args.kwarg.arg)
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
-            bound.add(sub.id)
+    loads: set[str] = set()
+    scope: list[ast.AST] = [node]
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+        args = node.args
+        bound |= {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+        bound |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+        # what the signature reads (defaults, annotations, decorators) counts as read here
+        scope = [child for child in ast.iter_child_nodes(node)]
+
+    def visit(sub: ast.AST) -> None:
+        if sub is not node and isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            if not isinstance(sub, ast.Lambda):
+                bound.add(sub.name)
+            loads.update(_free_names(sub))
+            return
+        if isinstance(sub, ast.Name):
+            (bound if isinstance(sub.ctx, ast.Store) else loads).add(sub.id)
         elif isinstance(sub, ast.comprehension):
-            bound |= {n.id for n in ast.walk(sub.target) if isinstance(n, ast.Name)}
-    loads = {sub.id for sub in ast.walk(node) if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load)}
+            bound.update(n.id for n in ast.walk(sub.target) if isinstance(n, ast.Name))
+        for child in ast.iter_child_nodes(sub):
+            visit(child)
+
+    for child in scope:
+        visit(child)
     return loads - bound
 
 
