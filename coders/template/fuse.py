@@ -203,6 +203,8 @@ def merged_kernel(ir: ProgramIR, producer: Kernel, consumer: Kernel) -> tuple[Ke
     host, guest = (consumer, producer) if prologue else (producer, consumer)
     if host.kind == "attention" or guest.kind in (*GEMM_KINDS, "attention"):
         raise NotFusable("attention, matmul and conv kernels only take elementwise epilogues")
+    if "cat" in (host.kind, guest.kind):
+        raise NotFusable("a concatenation copies its inputs as they are")
     if host.kind == "pointwise" and guest.kind == "reduce":
         raise NotFusable("a pointwise kernel cannot host a reduction")
     if guest.kind == "pool" or (host.kind == "pool" and space_shape(ir, guest) !=

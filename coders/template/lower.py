@@ -67,6 +67,8 @@ def lower(graph: Graph) -> ProgramIR:
             ir.steps.append(lower_conv_transpose(graph, ir, node, Body(graph, ir, len(node.shape))))
         elif node.kind == "pool":
             ir.steps.append(pooling.lower_pool(graph, node, used))
+        elif node.kind == "cat":
+            ir.steps.append(_cat(graph, node))
         elif node.kind == "pool_indices":
             continue  # a second output of its pool's kernel
         else:
@@ -400,6 +402,18 @@ def _reduce(graph: Graph, ir: ProgramIR, node: GNode) -> Kernel:
     config = dict((COLUMN_FULL_CONFIG if outputs_full else COLUMN_CONFIG) if column else ROW_CONFIG)
     return Kernel(name=node.name, kind="reduce", space=space, operands=body.operands, body=body.ops,
                   outputs=[output], config=config)
+
+
+def _cat(graph: Graph, node: GNode) -> Kernel:
+    """torch.cat: a copy of each input into its slice of the output (emit/cat.py)."""
+    parts = [a.name for a in node.args]
+    full = list(range(len(node.shape)))
+    dtypes = {graph.node(p).dtype for p in parts}
+    if dtypes != {node.dtype}:
+        raise unsupported("cat of tensors of different dtypes")
+    return Kernel(name=node.name, kind="cat", space={"dim": node.attrs["dim"], "traced": list(node.shape)},
+                  operands=[Operand(p, full) for p in parts], body=[],
+                  outputs=[Output(node.name, "", full, f"like:{parts[0]}")], config=dict(POINTWISE_CONFIG))
 
 
 # --------------------------------------------------------------------------------------------------

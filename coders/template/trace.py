@@ -504,6 +504,7 @@ _reg("to", _X + ["dtype"], ".to")
 _reg("type_as", _X + ["other"], ".type_as")
 _reg("dropout", _X + ["p", "training", "inplace"], F.dropout, torch.dropout, F.dropout1d,
      F.dropout2d, F.alpha_dropout)
+_reg("cat", ["tensors", "dim"], torch.cat, torch.concat, torch.concatenate)
 _reg("batch_norm", _X + ["running_mean", "running_var", "weight", "bias", "training", "momentum",
                          "eps"], F.batch_norm)
 _reg("alias", _X, ".contiguous", ".clone", ".detach", torch.clone, torch.detach)
@@ -1013,6 +1014,19 @@ def _h_batch_norm(nz: _Normalizer, name: str, op: str, b: dict, result: Any) -> 
 
 
 _HANDLERS["batch_norm"] = _h_batch_norm
+
+
+def _h_cat(nz: _Normalizer, name: str, op: str, b: dict, result: Any) -> Ref:
+    parts = list(b["tensors"])
+    if not parts or not all(nz.is_tensor(p) for p in parts) or isinstance(b.get("dim", 0), Ref):
+        raise unsupported("cat of a computed list or along a computed dim")
+    rank = len(nz.shape(parts[0]))
+    if any(len(nz.shape(p)) != rank for p in parts):
+        raise unsupported("cat of tensors of different ranks")
+    return nz.add(name, "cat", "cat", parts, {"dim": b.get("dim", 0) % rank}, like=result)
+
+
+_HANDLERS["cat"] = _h_cat
 
 
 def _per_channel(nz: _Normalizer, name: str, get: Callable[[], Ref], rank: int) -> Ref:

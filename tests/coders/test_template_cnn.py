@@ -10,9 +10,11 @@ import pytest
 
 from coders.template import TemplateCoder, fuse
 from coders.template.emit.common import FusionError
+from coders.template.emit.module import generate
 from coders.template.ir import ProgramIR
 from coders.template.lower import lower
 from coders.template.trace import trace
+from mtmc.program import Program
 from mtmc.strategies import PORT
 from mtmc.tasks import Task, load_task
 from tests.coders.test_template import check
@@ -79,3 +81,23 @@ def test_batch_norm_with_batch_statistics_matches_reference(name, tmp_path):
 def test_blocks_built_by_nested_functions_match_reference(tmp_path):
     task = cnn_task("builder_functions")
     check(task, coder.apply(task, None, PORT), tmp_path)
+
+
+def test_concatenations_match_reference(tmp_path):
+    task = cnn_task("concat_branches")
+    program = coder.apply(task, None, PORT)
+    assert "torch.cat" not in program.source
+    check(task, program, tmp_path)
+
+
+def test_concatenation_stays_a_copy_through_fusions_and_its_knobs(tmp_path):
+    task = cnn_task("concat_branches")
+    program = coder.apply(task, None, PORT)
+    while fusions := [s for s in coder.legal_strategies(task, program) if s.kind == "fuse"]:
+        program = coder.apply(task, program, fusions[0])
+    ir = ProgramIR.from_dict(program.metadata["template_ir"])
+    assert [k.kind for k in ir.kernels()].count("cat") == 2
+    for kernel in ir.kernels():
+        if kernel.kind == "cat":
+            kernel.config.update(BLOCK=16, num_warps=2)  # several blocks per input at the CPU size
+    check(task, Program(generate(task, ir), program.metadata), tmp_path)

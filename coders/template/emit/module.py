@@ -13,7 +13,7 @@ import builtins
 import re
 import textwrap
 
-from coders.template.emit import attention, conv, conv_transpose, matmul, pointwise, pool, reduce
+from coders.template.emit import attention, cat, conv, conv_transpose, matmul, pointwise, pool, reduce
 from coders.template.emit.common import Writer
 from coders.template.emit.launch import Launcher, emit_configs
 from coders.template.ir import Kernel, ProgramIR, PyStep
@@ -21,7 +21,7 @@ from coders.template.trace import unsupported
 from mtmc.tasks import Task
 
 _EMITTERS = {"pointwise": pointwise, "reduce": reduce, "matmul": matmul, "attention": attention,
-             "conv": conv, "conv_transpose": conv_transpose, "pool": pool}
+             "conv": conv, "conv_transpose": conv_transpose, "pool": pool, "cat": cat}
 _KNOWN = {"torch", "nn", "F", "math", "self", "super"} | set(dir(builtins))
 
 
