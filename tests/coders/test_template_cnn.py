@@ -101,3 +101,8 @@ def test_concatenation_stays_a_copy_through_fusions_and_its_knobs(tmp_path):
         if kernel.kind == "cat":
             kernel.config.update(BLOCK=16, num_warps=2)  # several blocks per input at the CPU size
     check(task, Program(generate(task, ir), program.metadata), tmp_path)
+
+
+def test_constructor_helpers_are_copied_and_match_reference(tmp_path):
+    task = cnn_task("constructor_helpers")
+    check(task, coder.apply(task, None, PORT), tmp_path)

@@ -165,11 +165,22 @@ def constructor(task: Task) -> tuple[str, str]:
     else:
         init_text = _segment(task.source, init)
         init_text = re.sub(r"super\(\s*Model\s*,", "super(ModelNew,", init_text)
+    # what the constructor may also use: class attributes (ResNet's `expansion`) first, methods
+    # other than the forward (`self._make_layer(...)`) after it
+    attributes = [n for n in model.body if isinstance(n, ast.Assign | ast.AnnAssign)]
+    methods = [n for n in model.body
+               if isinstance(n, ast.FunctionDef) and n.name not in ("__init__", "forward")]
+    if attributes or methods:
+        parts = [_segment(task.source, n) for n in attributes] + [init_text] + \
+            [re.sub(r"super\(\s*Model\s*,", "super(ModelNew,", _segment(task.source, n)) for n in methods]
+        init_text = "\n".join(part.rstrip() + "\n" for part in parts)
     constants = _module_constants(tree, task.source)
     prelude: list[str] = []
     done: set[str] = set()
     # `Model` itself is rewritten (super(Model, self) -> super(ModelNew, self)), never copied.
     todo = _free_names(init) - {"Model"} if init is not None else set()
+    for member in attributes + methods:
+        todo |= _free_names(member) - {"Model"}
     while todo:
         name = todo.pop()
         if name in done or name in _KNOWN:
@@ -236,8 +247,9 @@ def _free_names(node: ast.AST) -> set[str]:
 
 
 def _helper_class(cls: ast.ClassDef, source: str) -> tuple[str, set[str]]:
-    """A task's helper module class, constructor only (its forward is traced into the kernels)."""
-    keep = [n for n in cls.body if not (isinstance(n, ast.FunctionDef) and n.name != "__init__")
+    """A task's helper module class without its forward (traced into the kernels); its other
+    methods stay, the constructor may call them (DenseNet's `_make_layer`)."""
+    keep = [n for n in cls.body if not (isinstance(n, ast.FunctionDef) and n.name == "forward")
             and not (isinstance(n, ast.Expr) and isinstance(getattr(n, "value", None), ast.Constant))]
     bases = ", ".join(ast.get_source_segment(source, b) for b in cls.bases)
     lines = [f"class {cls.name}({bases}):"]
