@@ -28,6 +28,8 @@ Kernel kinds and their `space` dict:
                                                           the space is the output's; params names the
                                                           parameter tuple read at run time
                                                           (coders/template/pooling.py, emit/pool.py)
+    cat        {"dim": d}                                  torch.cat of the operands along dim d, one
+                                                          copy launch per operand (emit/cat.py); no body
 """
 
 from __future__ import annotations
