@@ -295,9 +295,18 @@ class _Normalizer:
         if canonical in ("factory", "triu", "tril"):
             return self.constant_tensor(n, canonical, args, kwargs, result)
         bound = _bind(canonical, params, args, kwargs)
+        if canonical == "alias" and n.target == "contiguous" and self.strided(n.args[0]):
+            # a real copy (ShuffleNet's view / transpose / contiguous / view channel shuffle): the
+            # view after it needs the new layout; a copy is glue, not compute
+            return self.py(n.name, f"{render(args[0])}.contiguous()", result, args=[args[0]])
         if canonical in _VIEWS or (canonical in _PY_ARITH and not _has_tensor(self, args, kwargs)):
             return self.py_call(n, args, kwargs, result, canonical)
         return _HANDLERS[_handler_key(canonical)](self, n.name, canonical, bound, result)
+
+    def strided(self, arg: Any) -> bool:
+        """The traced value of an fx argument is a tensor whose layout is not contiguous."""
+        value = self.results.get(arg.name) if isinstance(arg, fx.Node) else None
+        return isinstance(value, torch.Tensor) and not value.is_contiguous()
 
     def constant_tensor(self, n: fx.Node, canonical: str, args: list, kwargs: dict, result: Any) -> Ref:
         """A tensor built from sizes only (a mask): made by torch in the wrapper, it reads no data."""

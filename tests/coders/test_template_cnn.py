@@ -106,3 +106,10 @@ def test_concatenation_stays_a_copy_through_fusions_and_its_knobs(tmp_path):
 def test_constructor_helpers_are_copied_and_match_reference(tmp_path):
     task = cnn_task("constructor_helpers")
     check(task, coder.apply(task, None, PORT), tmp_path)
+
+
+def test_channel_shuffle_matches_reference(tmp_path):
+    task = cnn_task("channel_shuffle")
+    program = coder.apply(task, None, PORT)
+    assert ".contiguous()" in program.source.split("def forward")[-1]  # the copy the view needs
+    check(task, program, tmp_path)

@@ -26,4 +26,5 @@ def get_init_inputs():
     return [C_IN, C]
 
 
-MTMC = {"cpu_sizes": [{"B": 3, "C_IN": 2, "C": 5, "H": 7, "W": 6}, {"B": 2, "C_IN": 3, "C": 3, "H": 5, "W": 9}]}
+MTMC = {"cpu_sizes": [{"B": 3, "C_IN": 2, "C": 5, "H": 7, "W": 6},
+                      {"B": 2, "C_IN": 3, "C": 3, "H": 5, "W": 9}]}
