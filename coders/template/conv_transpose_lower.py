@@ -21,7 +21,7 @@ from typing import Any
 import torch
 import torch.nn as nn
 
-from coders.template.ir import Kernel, Output, ProgramIR
+from coders.template.ir import Kernel, Output, ProgramIR, self_path
 from coders.template.trace import Ref, unsupported
 
 # Port defaults; the planner tunes from here. BLOCK_N and BLOCK_K shrink to the traced channel counts
@@ -48,7 +48,7 @@ def trace_module(nz, n, module: nn.Module, path: str, args: list, kwargs: dict, 
         raise unsupported(f"{kind} with padding_mode={module.padding_mode!r}")
     weight = nz.param(f"{path}.weight")
     bias = nz.param(f"{path}.bias") if module.bias is not None else None
-    m = f"self.{path}"
+    m = self_path(path)
     geometry = nz.py(f"{n.name}_geometry",
                      f"({m}.stride, {m}.padding, {m}.output_padding, {m}.dilation, {m}.groups)", None)
     return _node(nz, n.name, args[0], weight, bias, geometry, MODULES[type(module)], result)

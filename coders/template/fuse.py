@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 from coders.template.emit import conv as conv_emit
@@ -84,6 +85,21 @@ def space_shape(ir: ProgramIR, kernel: Kernel) -> list[int]:
     return list(kernel.space["traced"])
 
 
+class CachedUses:
+    """step_uses of each step object, computed once. fuse_chains asks for them thousands of times
+    on a large program, and a step in an IR is never edited once placed (merges copy on write); the
+    cache holds the steps themselves, so an id is never reused while it is cached."""
+
+    def __init__(self) -> None:
+        self.cache: dict[int, tuple[Kernel | PyStep, list[str]]] = {}
+
+    def __call__(self, step: Kernel | PyStep) -> list[str]:
+        hit = self.cache.get(id(step))
+        if hit is None or hit[0] is not step:
+            hit = self.cache[id(step)] = (step, step_uses(step))
+        return hit[1]
+
+
 # --------------------------------------------------------------------------------------------------
 # dead code and ordering
 # --------------------------------------------------------------------------------------------------
@@ -97,34 +113,37 @@ def compact(kernel: Kernel) -> None:
     kernel.body = [replace(op, args=[remap[op.args[0]]]) if op.op == "load" else op for op in keep]
 
 
-def eliminate_dead(ir: ProgramIR) -> None:
+def eliminate_dead(ir: ProgramIR, uses: Callable[[Kernel | PyStep], list[str]] = step_uses) -> None:
+    """Drop steps and outputs nobody reads. Copy-on-write: a kernel that loses outputs is replaced
+    by a copy in `ir.steps`, so an IR sharing its step objects with another one (merge) never
+    changes the other."""
     while True:
         used = result_names(ir)
         for step in ir.steps:
-            used |= set(step_uses(step))
-        changed = False
-        for step in list(ir.steps):
+            used.update(uses(step))
+        kept: list[Kernel | PyStep] = []
+        for step in ir.steps:
             if isinstance(step, PyStep):
-                if not set(step.outs) & used:
-                    ir.steps.remove(step)
-                    changed = True
-            else:
-                live = [o for o in step.outputs if o.value in used]
-                if len(live) != len(step.outputs):
-                    changed = True
-                    if not live:
-                        ir.steps.remove(step)
-                        continue
-                    step.outputs = live
-                    compact(step)
-        if not changed:
+                if set(step.outs) & used:
+                    kept.append(step)
+                continue
+            live = [o for o in step.outputs if o.value in used]
+            if len(live) == len(step.outputs):
+                kept.append(step)
+            elif live:
+                trimmed = copy.copy(step)  # compact reassigns operands and body, never edits them
+                trimmed.outputs = live
+                compact(trimmed)
+                kept.append(trimmed)
+        if len(kept) == len(ir.steps) and all(a is b for a, b in zip(kept, ir.steps, strict=True)):
             return
+        ir.steps = kept
 
 
-def in_order(ir: ProgramIR) -> bool:
+def in_order(ir: ProgramIR, uses: Callable[[Kernel | PyStep], list[str]] = step_uses) -> bool:
     defined = set(ir.args)
     for step in ir.steps:
-        if not set(step_uses(step)) <= defined:
+        if not defined.issuperset(uses(step)):
             return False
         defined |= set(step_outs(step))
     return True
@@ -183,13 +202,24 @@ def broadcasts(small: list[int], big: list[int]) -> bool:
 
 
 def merge(ir: ProgramIR, producer: Kernel, consumer: Kernel) -> ProgramIR:
-    """A new IR with the two kernels merged into one (raises NotFusable)."""
+    """A new IR with the two kernels merged into one (raises NotFusable). `ir` is left as it was;
+    the new IR shares the step objects it did not change with it."""
+    merged, _ = merged_kernel(ir, producer, consumer)
+    return place(ir, producer, consumer, merged)
+
+
+def merged_kernel(ir: ProgramIR, producer: Kernel, consumer: Kernel) -> tuple[Kernel, bool]:
+    """The kernel computing both, and whether the producer went in as a prologue. Raises
+    NotFusable (or FusionError) for reasons that depend on the two kernels alone, never on the
+    rest of the program: a pair refused here stays refused while neither kernel changes."""
     prologue = producer.kind == "pointwise" and (
         consumer.kind in ("reduce", "pool", *WALK_KINDS) or (consumer.kind == "pointwise" and broadcasts(
             space_shape(ir, producer), space_shape(ir, consumer))))
     host, guest = (consumer, producer) if prologue else (producer, consumer)
     if host.kind == "attention" or guest.kind in (*GEMM_KINDS, "attention"):
         raise NotFusable("attention, matmul and conv kernels only take elementwise epilogues")
+    if "cat" in (host.kind, guest.kind):
+        raise NotFusable("a concatenation copies its inputs as they are")
     if host.kind == "pointwise" and guest.kind == "reduce":
         raise NotFusable("a pointwise kernel cannot host a reduction")
     if guest.kind in WALK_KINDS or (host.kind in WALK_KINDS and not prologue):
@@ -205,20 +235,23 @@ def merge(ir: ProgramIR, producer: Kernel, consumer: Kernel) -> ProgramIR:
         raise NotFusable("triu / tril index the rows and columns of their own shape")
     if prologue and reduced_level:
         raise NotFusable("a prologue must produce the reduction's input")
-    new = copy.deepcopy(ir)
-    host_n = next(s for s in new.steps if isinstance(s, Kernel) and s.name == host.name)
-    guest_n = next(s for s in new.steps if isinstance(s, Kernel) and s.name == guest.name)
-    merged = _merge_bodies(new, host_n, guest_n, dims_of, reduced_level, prologue)
-    p_index = new.steps.index(host_n if not prologue else guest_n)
-    c_index = new.steps.index(guest_n if not prologue else host_n)
+    # _merge_bodies reads the two kernels and the IR and edits only its own copy of the host
+    return _merge_bodies(ir, host, guest, dims_of, reduced_level, prologue), prologue
+
+
+def place(ir: ProgramIR, producer: Kernel, consumer: Kernel, merged: Kernel,
+          uses: Callable[[Kernel | PyStep], list[str]] = step_uses) -> ProgramIR:
+    """The IR with `merged` in place of the two kernels, at the consumer's position or else at the
+    producer's, whichever keeps every step after the values it reads (raises NotFusable)."""
+    p_index = next(i for i, s in enumerate(ir.steps) if s is producer)
+    c_index = next(i for i, s in enumerate(ir.steps) if s is consumer)
     for position in (c_index, p_index):
-        trial = copy.deepcopy(new)
-        steps = [s for i, s in enumerate(trial.steps) if i not in (p_index, c_index)]
+        steps = [s for i, s in enumerate(ir.steps) if i not in (p_index, c_index)]
         before = sum(1 for i in range(position) if i not in (p_index, c_index))
         steps.insert(before, copy.deepcopy(merged))
-        trial.steps = steps
-        eliminate_dead(trial)
-        if in_order(trial):
+        trial = replace(ir, steps=steps)  # shares the unchanged steps: eliminate_dead copies on write
+        eliminate_dead(trial, uses)
+        if in_order(trial, uses):
             try:
                 validate(trial.kernel(merged.name))
             except FusionError as err:
@@ -403,21 +436,50 @@ def _fix_dtypes(ir: ProgramIR, merged: Kernel) -> None:
 # candidate pairs
 # --------------------------------------------------------------------------------------------------
 
-def pairs(ir: ProgramIR) -> list[tuple[str, Kernel, Kernel]]:
+def pairs(ir: ProgramIR, uses: Callable[[Kernel | PyStep], list[str]] = step_uses
+          ) -> list[tuple[str, Kernel, Kernel]]:
     """(kind, producer, consumer) for every kernel that reads another kernel's output."""
+    producer_of: dict[str, Kernel | PyStep] = {}  # ir.producer for every value, in one pass
+    for step in ir.steps:
+        for value in step_outs(step):
+            producer_of.setdefault(value, step)
+    return [pair for consumer in ir.kernels() for pair in _pairs_of(consumer, producer_of, uses)]
+
+
+def _pairs_in_order(ir: ProgramIR, uses: Callable[[Kernel | PyStep], list[str]]
+                    ) -> Iterator[tuple[str, Kernel, Kernel]]:
+    """pairs(ir) of a program in order, one at a time: the producers of a kernel's values are all
+    known when it is reached, so a caller that stops early does not pay for the rest."""
+    producer_of: dict[str, Kernel | PyStep] = {}
+    for step in ir.steps:
+        if isinstance(step, Kernel):
+            yield from _pairs_of(step, producer_of, uses)
+        for value in step_outs(step):
+            producer_of.setdefault(value, step)
+
+
+def _pairs_of(consumer: Kernel, producer_of: dict[str, Kernel | PyStep],
+              uses: Callable[[Kernel | PyStep], list[str]]) -> list[tuple[str, Kernel, Kernel]]:
+    def base(value: str) -> str:  # base_of over the index
+        while True:
+            step = producer_of.get(value)
+            if isinstance(step, PyStep) and step.alias_of and len(step.outs) == 1:
+                value = step.alias_of
+            else:
+                return value
+
+    producers: list[Kernel] = []
+    for value in uses(consumer):
+        step = producer_of.get(base(value))
+        if isinstance(step, Kernel) and step is not consumer and not any(step is p for p in producers):
+            producers.append(step)
     out = []
-    for consumer in ir.kernels():
-        producers = []
-        for value in step_uses(consumer):
-            step = ir.producer(base_of(ir, value))
-            if isinstance(step, Kernel) and step is not consumer and step not in producers:
-                producers.append(step)
-        for producer in producers:
-            inline = producer.kind == "pointwise" and consumer.kind == "pointwise" and \
-                broadcasts(space_shape(ir, producer), space_shape(ir, consumer))
-            hosts_prologues = consumer.kind in ("reduce", "pool", *WALK_KINDS)
-            kind = "prologue" if producer.kind == "pointwise" and hosts_prologues or inline else "epilogue"
-            out.append((kind, producer, consumer))
+    for producer in producers:
+        inline = producer.kind == "pointwise" and consumer.kind == "pointwise" and \
+            broadcasts(list(producer.space["traced"]), list(consumer.space["traced"]))
+        hosts_prologues = consumer.kind in ("reduce", "pool", *WALK_KINDS)
+        kind = "prologue" if producer.kind == "pointwise" and hosts_prologues or inline else "epilogue"
+        out.append((kind, producer, consumer))
     return out
 
 
@@ -435,17 +497,181 @@ def fusions(ir: ProgramIR, kind: str) -> list[ProgramIR]:
 
 
 def fuse_chains(ir: ProgramIR) -> ProgramIR:
-    """The port's grouping: maximal chains of elementwise ops become one kernel."""
+    """The port's grouping: maximal chains of elementwise ops become one kernel.
+
+    Merges the first pair in program order that merges, then looks again from the start, which is
+    what makes the grouping what it is. Large programs (ResNet-101 lowers to ~860 kernels) stay
+    cheap: a pair the two kernels alone refuse (merged_kernel) is remembered and not tried again
+    while neither kernel changes, and once a merge has left the program clean (in order, no dead
+    step), a merge is placed by looking at the two kernels' neighbourhood only (place_local)."""
+    refused: dict[tuple[int, int], tuple[Kernel, Kernel]] = {}  # the pair itself keeps its ids taken
+    blocked: dict[tuple, list[Kernel | PyStep]] = {}  # pairs refused in a context, with its steps
+    uses = CachedUses()
+    readers: Readers | None = None  # set once the program is clean
     while True:
-        for _, producer, consumer in pairs(ir):
-            if producer.kind == consumer.kind == "pointwise":
-                try:
-                    ir = merge(ir, producer, consumer)
-                    break
-                except (NotFusable, FusionError):
+        position = {id(s): i for i, s in enumerate(ir.steps)}
+        candidates = pairs(ir, uses) if readers is None else _pairs_in_order(ir, uses)
+        for _, producer, consumer in candidates:
+            if not producer.kind == consumer.kind == "pointwise":
+                continue
+            key = (id(producer), id(consumer))
+            if key in refused:
+                continue
+            context = None
+            if readers is not None:
+                window = ir.steps[position[id(producer)]:position[id(consumer)] + 1]
+                context = _context(window, uses, readers)
+                if context in blocked:
                     continue
+            try:
+                merged, _ = merged_kernel(ir, producer, consumer)
+            except (NotFusable, FusionError):
+                refused[key] = (producer, consumer)
+                continue
+            try:
+                if readers is None:
+                    ir = place(ir, producer, consumer, merged, uses)
+                    readers = Readers(ir, uses)  # place leaves the program clean
+                else:
+                    ir = place_local(ir, producer, consumer, merged, uses, readers)
+                break
+            except (NotFusable, FusionError):
+                # the rest of the program is in the way: it may not be after another merge
+                if context is not None:
+                    blocked[context] = window
         else:
             return ir
+
+
+def _context(window: list[Kernel | PyStep], uses: Callable[[Kernel | PyStep], list[str]],
+             readers: Readers) -> tuple:
+    """What place_local's verdict on a pair depends on besides the two kernels: the steps from the
+    producer to the consumer and how many steps read each value they read or write."""
+    values = [v for s in window for v in (*uses(s), *step_outs(s))]
+    return tuple(id(s) for s in window), tuple(readers.count.get(v, 0) for v in values)
+
+
+class Readers:
+    """How many steps of a clean program read each value (the result counts as one reader), and
+    which step makes it: what place_local needs to see which values lose their last reader."""
+
+    def __init__(self, ir: ProgramIR, uses: Callable[[Kernel | PyStep], list[str]]) -> None:
+        self.count: dict[str, int] = dict.fromkeys(result_names(ir), 1)
+        self.maker: dict[str, Kernel | PyStep] = {}
+        for step in ir.steps:
+            for value in uses(step):
+                self.count[value] = self.count.get(value, 0) + 1
+            for value in step_outs(step):
+                self.maker.setdefault(value, step)
+
+
+def place_local(ir: ProgramIR, producer: Kernel, consumer: Kernel, merged: Kernel,
+                uses: Callable[[Kernel | PyStep], list[str]], readers: Readers) -> ProgramIR:
+    """place() for a clean program (in order, every step and output read): the same result, found
+    from the two kernels' neighbourhood. Counting readers finds the outputs that die (the
+    producer's values only the consumer read, and upstream what only they needed); only the steps
+    between the two kernels can end up before a value they read. Updates `readers` on success."""
+    p_index = next(i for i, s in enumerate(ir.steps) if s is producer)
+    c_index = next(i for i, s in enumerate(ir.steps) if s is consumer)
+    for at_consumer in (True, False):
+        dead = _DeadCode(readers, uses, producer, consumer, copy.deepcopy(merged))
+        placed = dead.now[id(dead.merged)]
+        assert placed is not None, "the consumer's outputs are read after it"
+        between = [dead.now.get(id(s), s) for s in ir.steps[p_index + 1:c_index]]
+        window = [s for s in (between + [placed] if at_consumer else [placed] + between) if s is not None]
+        if not _window_in_order(window, uses):
+            continue
+        try:
+            validate(placed)
+        except FusionError as err:
+            raise NotFusable(str(err)) from None
+        position = c_index if at_consumer else p_index
+        steps: list[Kernel | PyStep] = []
+        for i, s in enumerate(ir.steps):
+            if i == position:
+                steps.append(placed)
+            s = dead.now.get(id(s), s)
+            if s is not None:
+                steps.append(s)
+        _commit(readers, dead, ir.steps, placed)
+        return replace(ir, steps=steps)
+    raise NotFusable("another step needs an intermediate between the two kernels")
+
+
+class _DeadCode:
+    """The two kernels replaced by `merged`, and what that leaves unread dropped: `now` maps the id
+    of every step that changed to its new version (None: gone), `count` the changed reader counts."""
+
+    def __init__(self, readers: Readers, uses: Callable[[Kernel | PyStep], list[str]],
+                 producer: Kernel, consumer: Kernel, merged: Kernel) -> None:
+        self.readers, self.uses, self.merged = readers, uses, merged
+        self.count: dict[str, int] = {}
+        self.now: dict[int, Kernel | PyStep | None] = {id(producer): None, id(consumer): None,
+                                                       id(merged): merged}
+        self.made_by = dict.fromkeys(step_outs(merged), merged)
+        for value in [*uses(producer), *uses(consumer)]:
+            self.read(value, -1)
+        for value in uses(merged):
+            self.read(value, +1)
+        self.settle(merged)
+        for value in [*uses(producer), *uses(consumer)]:
+            self.settle_maker(value)
+
+    def readers_of(self, value: str) -> int:
+        return self.count.get(value, self.readers.count.get(value, 0))
+
+    def read(self, value: str, change: int) -> None:
+        self.count[value] = self.readers_of(value) + change
+
+    def settle_maker(self, value: str) -> None:
+        maker = self.made_by.get(value) or self.readers.maker.get(value)
+        if maker is not None and self.readers_of(value) <= 0:
+            self.settle(maker)
+
+    def settle(self, original: Kernel | PyStep) -> None:
+        """Drop what nobody reads any more from one step, then from the steps it read."""
+        step = self.now.get(id(original), original)
+        if step is None:
+            return
+        dead = [v for v in step_outs(step) if self.readers_of(v) <= 0]
+        if not dead:
+            return
+        left: list[str] = []
+        if isinstance(step, PyStep) or len(dead) == len(step_outs(step)):
+            self.now[id(original)] = None
+        else:
+            trimmed = copy.copy(step)  # compact reassigns operands and body, never edits them
+            trimmed.outputs = [o for o in step.outputs if o.value not in dead]
+            compact(trimmed)
+            self.now[id(original)], left = trimmed, self.uses(trimmed)
+        for value in set(self.uses(step)) - set(left):
+            self.read(value, -1)
+            self.settle_maker(value)
+
+
+def _window_in_order(window: list[Kernel | PyStep], uses: Callable[[Kernel | PyStep], list[str]]) -> bool:
+    """No step of the window reads a value the window defines later (what is defined outside it
+    comes before it in a program that was in order)."""
+    later = {v for s in window for v in step_outs(s)}
+    for step in window:
+        if any(v in later for v in uses(step)):
+            return False
+        later.difference_update(step_outs(step))
+    return True
+
+
+def _commit(readers: Readers, dead: _DeadCode, steps: list[Kernel | PyStep], placed: Kernel) -> None:
+    """Carry a merge's changed reader counts and makers over to `readers`."""
+    readers.count.update(dead.count)
+    for step in steps:
+        if id(step) in dead.now:
+            for value in step_outs(step):
+                if readers.maker.get(value) is step:
+                    del readers.maker[value]
+            new = dead.now[id(step)]
+            if new is not None:
+                readers.maker.update(dict.fromkeys(step_outs(new), new))
+    readers.maker.update(dict.fromkeys(step_outs(placed), placed))
 
 
 # --------------------------------------------------------------------------------------------------

@@ -32,6 +32,8 @@ Kernel kinds and their `space` dict:
                                                           op; elementwise ops before it: a prologue)
     argreduce  {"input", "dim"}                            argmax / argmin along dim, int64 output
                                                           (coders/template/scans.py, emit/scan.py)
+    cat        {"dim": d}                                  torch.cat of the operands along dim d, one
+                                                          copy launch per operand (emit/cat.py); no body
 """
 
 from __future__ import annotations
@@ -147,6 +149,12 @@ class ProgramIR:
 
 def step_outs(step: Kernel | PyStep) -> list[str]:
     return [o.value for o in step.outputs] if isinstance(step, Kernel) else list(step.outs)
+
+
+def self_path(path: str) -> str:
+    """`self.<path>` as Python: children of nn.Sequential and nn.ModuleList are indexed
+    (`self.features.0.weight` -> `self.features[0].weight`)."""
+    return "self" + "".join(f"[{part}]" if part.isdigit() else f".{part}" for part in path.split("."))
 
 
 SPACE_VALUES = ("input", "a", "b", "q", "k", "v", "bias", "weight", "geometry")

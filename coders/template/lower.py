@@ -13,7 +13,7 @@ import torch
 from coders.template import pooling, scans
 from coders.template.conv_lower import lower_conv
 from coders.template.conv_transpose_lower import lower_conv_transpose
-from coders.template.ir import Kernel, Op, Operand, Output, ProgramIR, PyStep
+from coders.template.ir import Kernel, Op, Operand, Output, ProgramIR, PyStep, self_path
 from coders.template.trace import GNode, Graph, Ref, _Unsupported, render, unsupported
 
 # Port defaults: simple, safe blocks; the planner tunes from here.
@@ -49,7 +49,7 @@ def lower(graph: Graph) -> ProgramIR:
             if isinstance(arg, _Unsupported):
                 raise unsupported(arg.what)
         if node.kind == "param":
-            ir.steps.append(PyStep(outs=[node.name], expr=f"self.{node.attrs['path']}", uses=[]))
+            ir.steps.append(PyStep(outs=[node.name], expr=self_path(node.attrs["path"]), uses=[]))
         elif node.kind == "py" and "scalar" in node.attrs:
             _check_scalar_uses(graph, node)  # kernels take it as a literal: no step
         elif node.kind == "py":
@@ -69,6 +69,8 @@ def lower(graph: Graph) -> ProgramIR:
             ir.steps.append(lower_conv_transpose(graph, ir, node, Body(graph, ir, len(node.shape))))
         elif node.kind == "pool":
             ir.steps.append(pooling.lower_pool(graph, node, used))
+        elif node.kind == "cat":
+            ir.steps.append(_cat(graph, node))
         elif node.kind == "pool_indices":
             continue  # a second output of its pool's kernel
         elif node.kind in scans.WALK_KINDS:
@@ -424,6 +426,18 @@ def _reduce(graph: Graph, ir: ProgramIR, node: GNode) -> Kernel:
     config = dict((COLUMN_FULL_CONFIG if outputs_full else COLUMN_CONFIG) if column else ROW_CONFIG)
     return Kernel(name=node.name, kind="reduce", space=space, operands=body.operands, body=body.ops,
                   outputs=[output], config=config)
+
+
+def _cat(graph: Graph, node: GNode) -> Kernel:
+    """torch.cat: a copy of each input into its slice of the output (emit/cat.py)."""
+    parts = [a.name for a in node.args]
+    full = list(range(len(node.shape)))
+    dtypes = {graph.node(p).dtype for p in parts}
+    if dtypes != {node.dtype}:
+        raise unsupported("cat of tensors of different dtypes")
+    return Kernel(name=node.name, kind="cat", space={"dim": node.attrs["dim"], "traced": list(node.shape)},
+                  operands=[Operand(p, full) for p in parts], body=[],
+                  outputs=[Output(node.name, "", full, f"like:{parts[0]}")], config=dict(POINTWISE_CONFIG))
 
 
 # --------------------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from coders.template.ir import Kernel, Op, Operand, Output
+from coders.template.ir import Kernel, Op, Operand, Output, self_path
 from mtmc.protocols import CoderError
 
 # the parameter tuple of each kind, in the order the launcher unpacks it
@@ -117,7 +117,7 @@ def from_module(module: nn.Module, path: str) -> PoolCall:
     """A PoolCall for a pooling module; its parameters are read from the module at run time."""
     kind, nd = MODULES[type(module)]
     values = {f: getattr(module, f, DEFAULTS.get(f)) for f in FIELDS[kind]}
-    exprs = {f: f"self.{path}.{f}" if hasattr(module, f) else repr(DEFAULTS[f]) for f in FIELDS[kind]}
+    exprs = {f: f"{self_path(path)}.{f}" if hasattr(module, f) else repr(DEFAULTS[f]) for f in FIELDS[kind]}
     return PoolCall(kind, nd, bool(getattr(module, "return_indices", False)), values, exprs)
 
 

@@ -86,11 +86,13 @@ def trace_zeros_like(nz: Any, name: str, op: str, b: dict, result: Any) -> Ref:
     return nz.add(name, "zeros", "zeros_like", [], {}, like=result)
 
 
-def trace_cat(nz: Any, name: str, op: str, b: dict, result: Any) -> Ref:
+def trace_exclusive_scan(nz: Any, name: str, b: dict, result: Any) -> Ref | None:
+    """The exclusive cumsum a `cat` of leading zeros and a shifted cumsum spells, or None for any
+    other cat (a plain concatenation: trace.py's cat kernel)."""
     tensors, dim = b.get("tensors"), b.get("dim", 0)
     x = _exclusive_scan_input(nz, tensors, dim, result)
     if x is None:
-        raise unsupported("cat (other than an exclusive cumsum's leading zeros)")
+        return None
     return nz.add(name, "scan", "cumsum", [x], {"dim": dim % len(result.shape), "reverse": False,
                                                 "exclusive": True}, like=result)
 

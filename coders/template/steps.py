@@ -188,7 +188,7 @@ def _knobs(ir: ProgramIR, task: Task, kernel: Kernel) -> list[Strategy]:
             menu += [make("num_warps", w) for w in WARPS]
         if not cfg.get("vectorize"):
             menu.append(make("vectorize"))
-    elif kernel.kind == "pool":
+    elif kernel.kind in ("pool", "cat"):
         if not tuned:
             menu += [make("tile", BLOCK=b) for b in POOL_BLOCKS]
             menu += [make("num_warps", w) for w in WARPS]
@@ -255,7 +255,7 @@ def _knobs(ir: ProgramIR, task: Task, kernel: Kernel) -> list[Strategy]:
                     menu.append(make("tile", BLOCK_M=m, BLOCK_N=n))
             menu += [make("num_warps", w) for w in (4, 8)]
             menu += [make("num_stages", s) for s in (1, 2, 3, 4)]
-    if kernel.kind != "matmul" and not tuned:
+    if kernel.kind not in ("matmul", "cat") and not tuned:  # a cat launches once per input
         menu.append(make("autotune"))
     return menu
 

@@ -24,6 +24,7 @@ import contextlib
 import math
 import operator
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +34,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from coders.template import pooling
+from coders.template.ir import self_path
 from coders.template.ops import UNARY
 from mtmc.protocols import CoderError
 from mtmc.tasks import Task
@@ -328,12 +330,21 @@ class _Normalizer:
             data = args[0] if args else kwargs.get("data", kwargs.get("s"))
             return self.scalar_constant(n.name, data, result, f"{n.target.__name__}(...) in forward")
         bound = _bind(canonical, params, args, kwargs)
+        if canonical == "alias" and n.target == "contiguous" and self.strided(n.args[0]):
+            # a real copy (ShuffleNet's view / transpose / contiguous / view channel shuffle): the
+            # view after it needs the new layout; a copy is glue, not compute
+            return self.py(n.name, f"{render(args[0])}.contiguous()", result, args=[args[0]])
         if canonical in _VIEWS or (canonical in _PY_ARITH and not _has_tensor(self, args, kwargs)):
             ref = self.py_call(n, args, kwargs, result, canonical)
             if canonical == "narrow":  # an exclusive scan's slice (coders/template/scans.py)
                 self.meta(ref).attrs.update(_narrow_attrs(args, kwargs))
             return ref
         return _HANDLERS[_handler_key(canonical)](self, n.name, canonical, bound, result)
+
+    def strided(self, arg: Any) -> bool:
+        """The traced value of an fx argument is a tensor whose layout is not contiguous."""
+        value = self.results.get(arg.name) if isinstance(arg, fx.Node) else None
+        return isinstance(value, torch.Tensor) and not value.is_contiguous()
 
     def constant_tensor(self, n: fx.Node, canonical: str, args: list, kwargs: dict, result: Any) -> Ref:
         """A tensor built from sizes only (a mask): made by torch in the wrapper, it reads no data."""
@@ -560,6 +571,9 @@ _reg("to", _X + ["dtype"], ".to")
 _reg("type_as", _X + ["other"], ".type_as")
 _reg("dropout", _X + ["p", "training", "inplace"], F.dropout, torch.dropout, F.dropout1d,
      F.dropout2d, F.alpha_dropout)
+_reg("cat", ["tensors", "dim"], torch.cat, torch.concat, torch.concatenate)
+_reg("batch_norm", _X + ["running_mean", "running_var", "weight", "bias", "training", "momentum",
+                         "eps"], F.batch_norm)
 _reg("alias", _X, ".contiguous", ".clone", ".detach", torch.clone, torch.detach)
 # reductions and row-wise families
 _reg("sum", _X + ["dim", "keepdim", "dtype"], torch.sum, ".sum")
@@ -632,7 +646,6 @@ _reg("cumsum", _X + ["dim", "dtype"], torch.cumsum, ".cumsum")
 _reg("cumprod", _X + ["dim", "dtype"], torch.cumprod, ".cumprod")
 _reg("flip", _X + ["dims"], torch.flip, ".flip")
 _reg("zeros_like", _X + ["dtype", "layout", "device", "requires_grad", "memory_format"], torch.zeros_like)
-_reg("cat", ["tensors", "dim"], torch.cat, torch.concat, torch.concatenate)
 _reg("argmax", _X + ["dim", "keepdim"], torch.argmax, ".argmax")
 _reg("argmin", _X + ["dim", "keepdim"], torch.argmin, ".argmin")
 _reg("einsum", ["*"], torch.einsum)
@@ -987,11 +1000,12 @@ def einsum_form(equation: str) -> str | None:
 
 
 def _h_walk(nz: _Normalizer, name: str, op: str, b: dict, result: Any) -> Ref:
-    """Scans, arg-reductions and the flips, zeros and cats KernelBench writes around scans."""
+    """Scans, arg-reductions and the flips and zeros KernelBench writes around scans (the cat of
+    an exclusive scan: _h_cat)."""
     from coders.template import scans  # imported late: it builds on this module
 
     handlers = {"cumsum": scans.trace_scan, "cumprod": scans.trace_scan, "flip": scans.trace_flip,
-                "zeros_like": scans.trace_zeros_like, "cat": scans.trace_cat,
+                "zeros_like": scans.trace_zeros_like,
                 "argmax": scans.trace_argreduce, "argmin": scans.trace_argreduce}
     return handlers[op](nz, name, op, b, result)
 
@@ -1074,7 +1088,7 @@ _HANDLERS = {
     **{op: _h_matmul for op in ("linear", "matmul", "addmm", "baddbmm")},
     "sdpa": _h_sdpa,
     "einsum": _h_einsum,
-    **{op: _h_walk for op in ("cumsum", "cumprod", "flip", "zeros_like", "cat", "argmax", "argmin")},
+    **{op: _h_walk for op in ("cumsum", "cumprod", "flip", "zeros_like", "argmax", "argmin")},
     **{op: _h_conv for op in ("conv1d", "conv2d", "conv3d")},
     **{op: _h_conv_transpose for op in ("conv_transpose1d", "conv_transpose2d", "conv_transpose3d")},
     **{op: _h_pool for op in pooling.CANONICAL},
@@ -1122,17 +1136,116 @@ def _m_norm(nz, n, module, path, args, kwargs, result):
              "eps": module.eps}
         return _h_rowwise(nz, n.name, "rms_norm", b, result)
     # the group count is read from the module at run time: it may differ between task sizes
-    groups = nz.py(f"{n.name}_groups", f"self.{path}.num_groups", None)
+    groups = nz.py(f"{n.name}_groups", f"{self_path(path)}.num_groups", None)
     b = {"input": args[0], "num_groups": groups, "weight": weight, "bias": bias, "eps": module.eps}
     return _h_rowwise(nz, n.name, "group_norm", b, result)
 
 
 def _m_batchnorm(nz, n, module, path, args, kwargs, result):
+    def param(attr: str) -> Callable[[], Ref] | None:
+        # looked up where the lowering reads it, which orders the program's parameter reads
+        return (lambda: nz.param(f"{path}.{attr}")) if getattr(module, attr, None) is not None else None
+
     if module.training or not module.track_running_stats:
-        raise unsupported("batch norm with batch statistics (training mode)")
-    weight, bias = _affine_params(nz, module, path)
-    return _running_stats_norm(nz, n.name, args[0], nz.param(f"{path}.running_mean"),
-                               nz.param(f"{path}.running_var"), weight, bias, float(module.eps))
+        # what PyTorch does then: normalise with the batch's statistics (the running ones it also
+        # updates are state, not output; the forward never reads them in this mode)
+        return _batch_norm_batch_stats(nz, n.name, args[0], param("weight"), param("bias"), float(module.eps))
+    return _batch_norm_running_stats(nz, n.name, args[0], param("running_mean"), param("running_var"),
+                                     param("weight"), param("bias"), float(module.eps))
+
+
+def _h_batch_norm(nz: _Normalizer, name: str, op: str, b: dict, result: Any) -> Ref:
+    """F.batch_norm: batch statistics with training=True or without running statistics."""
+    eps = b.get("eps", 1e-5)
+    if any(isinstance(v, Ref) for v in (b.get("training"), eps)):
+        raise unsupported("batch_norm with a computed training flag or eps")
+
+    def given(key: str) -> Callable[[], Ref] | None:
+        ref = b.get(key)
+        return (lambda: ref) if ref is not None else None
+
+    if b.get("training", False) or b.get("running_mean") is None or b.get("running_var") is None:
+        return _batch_norm_batch_stats(nz, name, b["input"], given("weight"), given("bias"), float(eps))
+    return _batch_norm_running_stats(nz, name, b["input"], given("running_mean"), given("running_var"),
+                                     given("weight"), given("bias"), float(eps))
+
+
+_HANDLERS["batch_norm"] = _h_batch_norm
+
+
+def _h_cat(nz: _Normalizer, name: str, op: str, b: dict, result: Any) -> Ref:
+    from coders.template import scans  # imported late: it builds on this module
+
+    if (scan := scans.trace_exclusive_scan(nz, name, b, result)) is not None:
+        return scan  # KernelBench's exclusive cumsum: cat of leading zeros and a shifted cumsum
+    parts = list(b["tensors"])
+    if not parts or not all(nz.is_tensor(p) for p in parts) or isinstance(b.get("dim", 0), Ref):
+        raise unsupported("cat of a computed list or along a computed dim")
+    rank = len(nz.shape(parts[0]))
+    if any(len(nz.shape(p)) != rank for p in parts):
+        raise unsupported("cat of tensors of different ranks")
+    return nz.add(name, "cat", "cat", parts, {"dim": b.get("dim", 0) % rank}, like=result)
+
+
+_HANDLERS["cat"] = _h_cat
+
+
+def _per_channel(nz: _Normalizer, name: str, get: Callable[[], Ref], rank: int) -> Ref:
+    """A (C,) parameter viewed as (C, 1, ...) so it broadcasts over an (N, C, *spatial) input."""
+    p = get()
+    view = "(-1" + ", 1" * (rank - 2) + ")"
+    meta = torch.empty(nz.shape(p)[0], *([1] * (rank - 2)), device="meta", dtype=nz.meta(p).dtype)
+    return nz.py(name, f"{p.name}.view{view}", meta, alias_of=p.name, args=[p])
+
+
+def _batch_norm_running_stats(nz: _Normalizer, name: str, x: Ref, mean: Callable[[], Ref],
+                              var: Callable[[], Ref], weight: Callable[[], Ref] | None,
+                              bias: Callable[[], Ref] | None, eps: float) -> Ref:
+    rank = len(nz.shape(x))
+    mean = _per_channel(nz, f"{name}_running_mean", mean, rank)
+    var = _per_channel(nz, f"{name}_running_var", var, rank)
+    y = nz.pw("sub", [x, mean], base=f"{name}_centered")
+    inv = nz.pw("add", [var, eps], base=f"{name}_var_eps")
+    inv = nz.pw("rsqrt", [inv], base=f"{name}_inv_std")
+    return _batch_norm_affine(nz, name, nz.pw("mul", [y, inv], base=f"{name}_normed"), weight, bias)
+
+
+def _batch_norm_batch_stats(nz: _Normalizer, name: str, x: Ref, weight: Callable[[], Ref] | None,
+                            bias: Callable[[], Ref] | None, eps: float) -> Ref:
+    """Per-channel mean and biased variance over the batch and the spatial dims, two passes (the
+    centred values squared, not E[x^2] - mean^2, which cancels). The reductions run over
+    contiguous dims: first each (n, c) plane, then the batch (equal-sized planes, so the mean of
+    the plane means is the channel mean)."""
+    shape = nz.shape(x)
+    rank = len(shape)
+    if rank < 2:
+        raise unsupported("batch norm of a tensor without a channel dim")
+
+    def channel_mean(value: Ref, base: str) -> Ref:
+        if rank > 2:
+            value = nz.red("mean", value, (2, rank), f"{base}_planes", (*shape[:2], *[1] * (rank - 2)),
+                           attrs={"keepdim": True})
+        return nz.red("mean", value, (0, 1), base, (1, shape[1], *[1] * (rank - 2)),
+                      attrs={"keepdim": True})
+
+    centered = nz.pw("sub", [x, channel_mean(x, f"{name}_mean")], base=f"{name}_centered")
+    squares = nz.pw("mul", [centered, centered], base=f"{name}_sq")
+    inv = nz.pw("add", [channel_mean(squares, f"{name}_var"), eps], base=f"{name}_var_eps")
+    inv = nz.pw("rsqrt", [inv], base=f"{name}_inv_std")
+    return _batch_norm_affine(nz, name, nz.pw("mul", [centered, inv], base=f"{name}_normed"), weight, bias)
+
+
+def _batch_norm_affine(nz: _Normalizer, name: str, y: Ref, weight: Callable[[], Ref] | None,
+                       bias: Callable[[], Ref] | None) -> Ref:
+    rank = len(nz.shape(y))
+    if weight is not None and bias is not None:  # nn.BatchNorm: affine has both
+        y = nz.pw("mul", [y, _per_channel(nz, f"{name}_weight", weight, rank)], base=f"{name}_scaled")
+        return nz.pw("add", [y, _per_channel(nz, f"{name}_bias", bias, rank)], base=name)
+    if weight is not None:
+        return nz.pw("mul", [y, _per_channel(nz, f"{name}_weight", weight, rank)], base=name)
+    if bias is not None:
+        return nz.pw("add", [y, _per_channel(nz, f"{name}_bias", bias, rank)], base=name)
+    return y
 
 
 def _affine_params(nz: _Normalizer, module: nn.Module, path: str) -> tuple[Ref | None, Ref | None]:
@@ -1193,6 +1306,13 @@ def _instance_stats_norm(nz: _Normalizer, name: str, x: Ref, weight: Ref | None,
     channels = nz.py(f"{name}_channels", f"{x.name}.shape[1]", None, args=[x])
     b = {"input": x, "num_groups": channels, "weight": weight, "bias": bias, "eps": eps}
     return _h_rowwise(nz, name, "group_norm", b, result)
+
+
+
+def _m_dropout(nz, n, module, path, args, kwargs, result):
+    if module.training and module.p > 0:
+        raise unsupported(f"{type(module).__name__}(p={module.p}) in training mode (random)")
+    return args[0]
 
 
 def _m_act(op: str, **attrs_of):
@@ -1266,8 +1386,8 @@ _MODULES: dict[type, Any] = {
     nn.Threshold: _m_act("threshold", threshold="threshold", value="value"),
     nn.Hardshrink: _m_act("hardshrink", lambd="lambd"),
     nn.Softshrink: _m_act("softshrink", lambd="lambd"),
-    nn.Dropout: _m_identity, nn.Dropout1d: _m_identity, nn.Dropout2d: _m_identity,
-    nn.AlphaDropout: _m_identity, nn.Identity: _m_identity,
+    nn.Dropout: _m_dropout, nn.Dropout1d: _m_dropout, nn.Dropout2d: _m_dropout,
+    nn.AlphaDropout: _m_dropout, nn.Identity: _m_identity,
     nn.Softmax: _m_softmax("softmax"), nn.LogSoftmax: _m_softmax("log_softmax"),
     nn.Flatten: _m_flatten,
     nn.CrossEntropyLoss: _m_loss("cross_entropy"), nn.NLLLoss: _m_loss("nll_loss"),

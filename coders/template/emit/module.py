@@ -13,7 +13,7 @@ import builtins
 import re
 import textwrap
 
-from coders.template.emit import attention, conv, conv_transpose, matmul, pointwise, pool, reduce, scan
+from coders.template.emit import attention, cat, conv, conv_transpose, matmul, pointwise, pool, reduce, scan
 from coders.template.emit.common import Writer
 from coders.template.emit.launch import Launcher, emit_configs
 from coders.template.ir import Kernel, ProgramIR, PyStep
@@ -21,7 +21,8 @@ from coders.template.trace import unsupported
 from mtmc.tasks import Task
 
 _EMITTERS = {"pointwise": pointwise, "reduce": reduce, "matmul": matmul, "attention": attention,
-             "conv": conv, "conv_transpose": conv_transpose, "pool": pool, "scan": scan, "argreduce": scan}
+             "conv": conv, "conv_transpose": conv_transpose, "pool": pool, "scan": scan, "argreduce": scan,
+             "cat": cat}
 _KNOWN = {"torch", "nn", "F", "math", "self", "super"} | set(dir(builtins))
 
 
@@ -165,11 +166,22 @@ def constructor(task: Task) -> tuple[str, str]:
     else:
         init_text = _segment(task.source, init)
         init_text = re.sub(r"super\(\s*Model\s*,", "super(ModelNew,", init_text)
+    # what the constructor may also use: class attributes (ResNet's `expansion`) first, methods
+    # other than the forward (`self._make_layer(...)`) after it
+    attributes = [n for n in model.body if isinstance(n, ast.Assign | ast.AnnAssign)]
+    methods = [n for n in model.body
+               if isinstance(n, ast.FunctionDef) and n.name not in ("__init__", "forward")]
+    if attributes or methods:
+        parts = [_segment(task.source, n) for n in attributes] + [init_text] + \
+            [re.sub(r"super\(\s*Model\s*,", "super(ModelNew,", _segment(task.source, n)) for n in methods]
+        init_text = "\n".join(part.rstrip() + "\n" for part in parts)
     constants = _module_constants(tree, task.source)
     prelude: list[str] = []
     done: set[str] = set()
     # `Model` itself is rewritten (super(Model, self) -> super(ModelNew, self)), never copied.
     todo = _free_names(init) - {"Model"} if init is not None else set()
+    for member in attributes + methods:
+        todo |= _free_names(member) - {"Model"}
     while todo:
         name = todo.pop()
         if name in done or name in _KNOWN:
@@ -204,26 +216,41 @@ def _module_constants(tree: ast.Module, source: str) -> dict[str, tuple[ast.AST,
 
 
 def _free_names(node: ast.AST) -> set[str]:
-    """Global names a function (or expression) reads."""
+    """Global names a function (or expression) reads. A function defined inside it (a builder
+    such as MobileNet's `conv_dw(inp, oup, stride)`) has its own scope: its parameters are not
+    free, and what it reads is free unless the outer scope binds it."""
     bound: set[str] = set()
-    if isinstance(node, ast.FunctionDef):
-        bound |= {a.arg for a in node.args.args + node.args.kwonlyargs}
-        if node.args.vararg:
-            bound.add(node.args.vararg.arg)
-        if node.args.kwarg:
-            bound.add(node.args.kwarg.arg)
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
-            bound.add(sub.id)
+    loads: set[str] = set()
+    scope: list[ast.AST] = [node]
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+        args = node.args
+        bound |= {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+        bound |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+        # what the signature reads (defaults, annotations, decorators) counts as read here
+        scope = [child for child in ast.iter_child_nodes(node)]
+
+    def visit(sub: ast.AST) -> None:
+        if sub is not node and isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            if not isinstance(sub, ast.Lambda):
+                bound.add(sub.name)
+            loads.update(_free_names(sub))
+            return
+        if isinstance(sub, ast.Name):
+            (bound if isinstance(sub.ctx, ast.Store) else loads).add(sub.id)
         elif isinstance(sub, ast.comprehension):
-            bound |= {n.id for n in ast.walk(sub.target) if isinstance(n, ast.Name)}
-    loads = {sub.id for sub in ast.walk(node) if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load)}
+            bound.update(n.id for n in ast.walk(sub.target) if isinstance(n, ast.Name))
+        for child in ast.iter_child_nodes(sub):
+            visit(child)
+
+    for child in scope:
+        visit(child)
     return loads - bound
 
 
 def _helper_class(cls: ast.ClassDef, source: str) -> tuple[str, set[str]]:
-    """A task's helper module class, constructor only (its forward is traced into the kernels)."""
-    keep = [n for n in cls.body if not (isinstance(n, ast.FunctionDef) and n.name != "__init__")
+    """A task's helper module class without its forward (traced into the kernels); its other
+    methods stay, the constructor may call them (DenseNet's `_make_layer`)."""
+    keep = [n for n in cls.body if not (isinstance(n, ast.FunctionDef) and n.name == "forward")
             and not (isinstance(n, ast.Expr) and isinstance(getattr(n, "value", None), ast.Constant))]
     bases = ", ".join(ast.get_source_segment(source, b) for b in cls.bases)
     lines = [f"class {cls.name}({bases}):"]
