@@ -207,11 +207,9 @@ def needed(body: list[Op], targets: list[str], stop: set[str] | None = None) -> 
     return [op for op in body if op.out in want]
 
 
-def tile_epilogue(w: Writer, kernel: Kernel, axes: list[Axis], row: str | None = None,
-                  col: str | None = None) -> None:
-    """The fused ops on a GEMM-like kernel's fp32 accumulator tile `acc`, then the stores, masked by
-    `m_mask & n_mask`: matmul, conv and transposed-conv kernels set up their tile's index variables
-    (`axes`) and masks, then share this."""
+def axis_loader(axes: list[Axis]) -> Callable[[Op, Operand], str]:
+    """The BodyEmitter load of a kernel whose operands are addressed by `axes`: a scalar as a
+    literal, a tensor element as an fp32 load (integers kept), masked where an axis is."""
 
     def load(op: Op, operand: Operand) -> str:
         if operand.scalar:
@@ -224,7 +222,16 @@ def tile_epilogue(w: Writer, kernel: Kernel, axes: list[Axis], row: str | None =
             text = f"tl.load({ptr(operand.value)} + {where}" + (f", mask={mask}, other=0)" if mask else ")")
         return text if operand.integer else f"{text}.to(tl.float32)"
 
-    body = BodyEmitter(kernel, load)
+    return load
+
+
+def tile_epilogue(w: Writer, kernel: Kernel, axes: list[Axis], row: str | None = None,
+                  col: str | None = None) -> None:
+    """The fused ops on a GEMM-like kernel's fp32 accumulator tile `acc`, then the stores, masked by
+    `m_mask & n_mask`: matmul, conv and transposed-conv kernels set up their tile's index variables
+    (`axes`) and masks, then share this."""
+
+    body = BodyEmitter(kernel, axis_loader(axes))
     if row and col:  # the tile's element indices, for triu / tril in the epilogue
         body.special.update(triangles(body, row, col))
     body.alias = {op.out: "acc" for op in kernel.body if op.op == "acc"}

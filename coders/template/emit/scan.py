@@ -26,6 +26,7 @@ from coders.template.emit.common import (
     FusionError,
     Writer,
     address,
+    axis_loader,
     covered_axes,
     mask_of,
     ptr,
@@ -74,22 +75,6 @@ def check(kernel: Kernel) -> None:
         covered_axes(axes, out.dims, f"output {out.value}")
 
 
-def _loader(axes: list[Axis]):
-    def load(op: Op, operand) -> str:
-        if operand.scalar:
-            return f"{var(operand.value)} * 1.0" if not operand.integer else var(operand.value)
-        where = address(axes, operand.dims, operand.value)
-        mask = mask_of(axes, operand.dims, operand.value)
-        if where == "0":
-            text = f"tl.load({ptr(operand.value)})"
-        elif mask:
-            text = f"tl.load({ptr(operand.value)} + {where}, mask={mask}, other=0)"
-        else:
-            text = f"tl.load({ptr(operand.value)} + {where})"
-        return text if operand.integer else f"{text}.to(tl.float32)"
-    return load
-
-
 def _sizes(kernel: Kernel) -> list[str]:
     return ["n_walk"] if is_row(kernel) else ["n_walk", "n_inner"]
 
@@ -121,7 +106,7 @@ def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
 
 def _prologue(w: Writer, kernel: Kernel, axes: list[Axis]) -> str:
     """The body up to the walk op, on the chunk just loaded; returns the value walked."""
-    body = BodyEmitter(kernel, _loader(axes))
+    body = BodyEmitter(kernel, axis_loader(axes))
     for op in kernel.body[:-1]:
         w(body.statement(op))
     return body.arg(walk_op(kernel).args[0])
