@@ -32,9 +32,15 @@ def get_init_inputs():
 STOPPED = re.compile(r"stopped at step (\d+); continue with: (mtmc optimize resume=\S+)$")
 
 
+def default_sigint():
+    # A suite started in the background (`cmd &` without job control) runs with SIGINT ignored, which
+    # children inherit and Python then leaves alone: Ctrl-C must reach the child as it does a terminal's.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def mtmc(cwd, *args, **kwargs):
     return subprocess.Popen([sys.executable, "-m", "mtmc.cli", *args], cwd=cwd, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, **kwargs)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint, **kwargs)
 
 
 def steps_done(run_dir):

@@ -1,7 +1,6 @@
 """Static checks: what they refuse (with the line), and the honest idioms they must leave alone."""
 
 import textwrap
-from pathlib import Path
 
 import pytest
 from corpus_index import honest
@@ -325,15 +324,31 @@ def test_launch_callbacks_do_integer_arithmetic_only(old, new, fragment):
         [str(v) for v in report.violations]
 
 
-RESULTS = Path(__file__).parents[2] / "benchmarks" / "results"
+def template_programs() -> set[str]:
+    """The port and every one-step program of every built-in task, as the template coder writes them
+    for a GPU (heuristics, TMA pre_hooks, persistent grids: the forms the GPU runs benched)."""
+    from coders.template import TemplateCoder
+    from mtmc.strategies import PORT
+    from mtmc.tasks import builtin_names, load_task
+
+    coder, sources = TemplateCoder(), set()
+    for name in builtin_names():
+        task = load_task(name)
+        port = coder.apply(task, None, PORT)
+        sources.add(port.source)
+        steps = [s for s in coder.legal_strategies(task, port) if not s.is_stop]
+        sources |= {coder.apply(task, port, step).source for step in steps}
+    return sources
 
 
-def test_template_coder_programs_from_gpu_runs_pass():
-    """Programs the template coder generated in GPU benchmark runs (heuristics, TMA pre_hooks,
-    persistent grids): the rules must leave every one of them alone."""
-    sources = {p.read_text() for p in RESULTS.glob("*/*/kernel.py")}
-    hooked = sorted(s for s in sources if "pre_hook" in s or "heuristics" in s)[:12]
-    assert len(hooked) >= 5  # the sample really holds both forms
+def test_template_coder_programs_pass():
+    """Programs of the template coder, with launch callbacks (heuristics, TMA pre_hooks): the rules
+    must leave every one of them alone. (Until 2026-11-26 this read the kernels kept from GPU runs;
+    those are archived in the history now, and the coder writes the same forms on any machine.)"""
+    sources = template_programs()
+    pre_hooks = sorted(s for s in sources if "pre_hook" in s)
+    hooked = pre_hooks + sorted(s for s in sources if "heuristics" in s and s not in pre_hooks)[:12]
+    assert sum("pre_hook" in s for s in hooked) >= 5 and len(hooked) >= 15  # both forms really sampled
     for source in hooked:
         lib = ["matmul", "linear", "bmm", "sdpa", "conv1d", "conv2d", "conv3d"]  # library rules: other tests
         report = check_source(source, lib)
