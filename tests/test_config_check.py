@@ -28,7 +28,8 @@ def test_good_values_pass():
 
 @pytest.mark.parametrize("overrides, sentence", [
     (["task=x", "max_stepz=3"], "Could not override 'max_stepz': the config has no key 'max_stepz'"),
-    (["task=x", "verifier=gpu"], "verifier=gpu: no such verifier; choose one of auto, interpreter, local, ray"),
+    (["task=x", "verifier=gpu"],
+     "verifier=gpu: no such verifier; choose one of auto, interpreter, local, ray"),
     (["task=x", "max_retries=-2"], "max_retries=-2: must be a whole number, at least 0"),
 ])
 def test_overrides_are_checked_as_hydra_composes_them(overrides, sentence):
