@@ -119,6 +119,8 @@ def lower_conv_transpose(graph, ir: ProgramIR, node, body) -> Kernel:
     # few output channels per group: more pixels per program keep the tile's area (a guess, not yet
     # measured; the tile and autotune steps choose from here)
     config["BLOCK_M"] = min(256, max(config["BLOCK_M"], area // config["BLOCK_N"]))
+    if dtype == "float32":
+        config["precision"] = "tf32"  # eager's cuDNN runs fp32 transposed convs on TF32 too (emit docstring)
     return Kernel(name=node.name, kind="conv_transpose", space=space, operands=body.operands,
                   body=body.ops, outputs=[output], config=config)
 

@@ -104,6 +104,18 @@ def test_one_kernel_per_transposed_conv_with_the_bias_in_its_epilogue(modules):
     assert "conv_transpose" not in program.source.split("class ModelNew")[1].replace("_conv_transpose", "")
 
 
+def test_fp32_ports_on_tf32_as_eagers_cudnn_and_a_precision_step_moves_it(modules, tmp_path):
+    """eager's cuDNN runs fp32 transposed convs on TF32 (cudnn.allow_tf32), so the port does too;
+    ieee and tf32x3 stay legal steps for a user who wants fp32 accuracy."""
+    task, program, _, _ = modules["conv_transpose_2d"]
+    assert [k.config["precision"] for k in kernels(program)] == ["tf32"]
+    legal = coder.legal_strategies(task, program)
+    assert {Strategy.parse("precision ieee"), Strategy.parse("precision tf32x3")} <= set(legal)
+    strict = coder.apply(task, program, Strategy.parse("precision ieee"))
+    assert [k.config["precision"] for k in kernels(strict)] == ["ieee"]
+    check(task, strict, tmp_path)
+
+
 def test_functional_form_with_constant_geometry(tmp_path):
     task = task_named("conv_transpose_functional")
     program = coder.apply(task, None, PORT)

@@ -17,10 +17,11 @@ program the pixels of one phase o = r + stride * q, for which a tap is live or d
 skips the dead taps; the plain form (config phases=False: pixels in order, spatial fastest, so
 stores are contiguous along M) masks them row by row.
 
-Precision: fp32 operands start with "ieee" dots (FMA, as the verifier's reference and eager baseline
-run with TF32 off); the `precision` step switches them to tf32x3 (tensor cores, about fp32
-accuracy) or, where the task allows, tf32. 16-bit operands go to the tensor cores as they are; the
-accumulator is fp32 in every case and the output takes the input's dtype.
+Precision: fp32 operands port with "tf32" dots, as eager's cuDNN runs fp32 transposed convolutions
+by default (torch.backends.cudnn.allow_tf32; the verifier judges a task whose reference convolves
+with the TF32 tolerance, as for the forward conv in conv_lower.py); the `precision` step moves them to
+tf32x3 (three TF32 products, about fp32 accuracy) or ieee (fp32 FMAs). 16-bit operands go to the
+tensor cores as they are; the accumulator is fp32 in every case and the output takes the input's dtype.
 
 Every size (batch, channels, spatial sizes, kernel sizes) and the geometry (stride, padding,
 output_padding, dilation, groups) are read at run time, so one program runs at every task size.
