@@ -49,7 +49,7 @@ from rich.console import Console
 from mtmc.bench.metrics import ROW_FIELDS, Row, error_row, missing_row, task_row
 from mtmc.bench.results import progress_line
 from mtmc.bench.roofline import Calibration
-from mtmc.optimize import CHECKPOINTS, THREAD_ID, run_optimize
+from mtmc.optimize import CHECKPOINTS, THREAD_ID, RunStopped, run_optimize
 from mtmc.protocols import Coder, Planner, Verifier
 from mtmc.report import write_atomic
 from mtmc.tasks import Task, TaskError
@@ -157,6 +157,12 @@ def run_task(task: Task, roles: Roles, job: BenchJob) -> Row:
                                   **{**job.optimize, "reward": instantiate(job.optimize["reward"])},
                                   resume=has_checkpoint(folder), console=Console(file=log, width=120))
         row = task_row(task, result.result, result.trajectory, time.monotonic() - start, job.calibrations)
+    except RunStopped:
+        # Ctrl-C (or a deadline's SIGINT), or a coder's server gone: not a result. No row, so the next
+        # run resumes the task from its checkpoint; and the bench stops here rather than go on to the
+        # next task, whose verifier workers the same signal has killed (on an H100 x4 run, 20 queued
+        # tasks were recorded as 0.4 s harness errors after a deadline, and skipped on resume).
+        raise
     except Exception as err:  # one broken task must not sink the suite; its row and error.txt say why
         (folder / "error.txt").write_text(traceback.format_exc())
         row = error_row(task, f"{type(err).__name__}: {err}", time.monotonic() - start)
@@ -299,6 +305,10 @@ def _collect(workers: dict[str, Any], pipes: dict[str, Any], report: Callable[[R
                 continue
             if kind == "start":
                 running[gpu] = payload
+            elif kind == "stopped":
+                running.pop(gpu, None)
+                console.print(f"[yellow]GPU {gpu} stopped during {payload}[/]: it resumes from its "
+                              "checkpoint when the bench runs again with the same out=", soft_wrap=True)
             else:
                 running.pop(gpu, None)
                 report(payload)
@@ -308,7 +318,12 @@ def _worker(job: BenchJob, tasks: Any, pipe: Any) -> None:
     with built_roles(job.roles) as roles:
         while (task := tasks.get()) is not None:
             pipe.send(("start", task.name))
-            pipe.send(("row", run_task(task, roles, job)))
+            try:
+                row = run_task(task, roles, job)
+            except RunStopped as stop:  # no row: the task resumes next run; this worker takes no more
+                pipe.send(("stopped", f"{task.name} ({stop.why})"))
+                return
+            pipe.send(("row", row))
 
 
 @contextmanager

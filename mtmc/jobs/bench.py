@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from mtmc.bench import compare_runs, load_calibrations, run_bench, select_tasks,
 from mtmc.bench.metrics import broken_row
 from mtmc.bench.results import RESULTS_MD
 from mtmc.bench.run import FolderInUse
+from mtmc.optimize import RunStopped
 from mtmc.tasks import BrokenTask, Task, TaskError, scan_suite
 
 log = logging.getLogger(__name__)
@@ -62,6 +64,10 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                          calibrations=calibrations, retry_errors=cfg.retry_errors)
     except FolderInUse as err:
         raise SystemExit(f"mtmc bench: {err}") from None
+    except RunStopped as stop:
+        print(f"mtmc bench: {stop.why} during {stop.out_dir.name}; run again with out={out_dir} to "
+              "resume (finished tasks are skipped, that one continues from its checkpoint)", file=sys.stderr)
+        raise SystemExit(130 if stop.interrupted else 1) from None
     if broken:  # folder order is file-name order
         rows = sorted(rows + [broken_row(b.name, b.error) for b in broken], key=lambda row: row["task"])
     meta = {"suite": str(cfg.suite), **{role: target["_target_"] for role, target in roles.items()},

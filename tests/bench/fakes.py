@@ -66,7 +66,8 @@ class FakeTimedVerifier:
     calls_log: a file that gets one line `<task> <step>` per call (counts calls across processes).
     crash_flag: while this file exists, verifying a `crash_step` program of `crash_task` removes the
       file and then raises (crash_exit=False) or kills the whole process (crash_exit=True): a
-      one-off crash in the middle of a task.
+      one-off crash in the middle of a task; crash_interrupt=True raises KeyboardInterrupt instead,
+      as a Ctrl-C or a deadline's SIGINT would.
     concurrency: how many verdicts it claims to judge at once (as verifier=ray's actors do); the
       class counts the calls in flight across threads (`in_flight`, its peak `max_in_flight`).
     """
@@ -77,8 +78,10 @@ class FakeTimedVerifier:
 
     def __init__(self, eager_ms: dict[str, float], compiled_ms: dict[str, float], sleep_s: float = 0.0,
                  calls_log: str | None = None, crash_flag: str | None = None, crash_task: str = "",
-                 crash_step: str = "", crash_exit: bool = False, concurrency: int = 1) -> None:
+                 crash_step: str = "", crash_exit: bool = False, crash_interrupt: bool = False,
+                 concurrency: int = 1) -> None:
         self.concurrency = concurrency
+        self.crash_interrupt = crash_interrupt
         self.eager_ms, self.compiled_ms = dict(eager_ms), dict(compiled_ms)
         self.sleep_s = sleep_s
         self.calls_log = calls_log
@@ -113,6 +116,8 @@ class FakeTimedVerifier:
         flag.unlink()
         if self.crash_exit:
             os._exit(3)  # the worker process dies mid-task, as a segfault or an OOM kill would
+        if self.crash_interrupt:
+            raise KeyboardInterrupt
         raise RuntimeError(f"verifier harness failed on {task.name}")
 
     def __enter__(self) -> FakeTimedVerifier:

@@ -17,6 +17,7 @@ from rich.console import Console
 from mtmc.bench import run as run_module
 from mtmc.bench import run_bench, write_report
 from mtmc.bench.run import CONFIG, TASK_RESULT, FolderInUse
+from mtmc.optimize import RunStopped
 from tests.bench.fakes import (
     COMPILED,
     EAGER,
@@ -127,6 +128,34 @@ def test_resume_skips_finished_tasks_and_reruns_torn_or_crashed_ones(tmp_path):
     assert [r["speedup_eager"] for r in third] == pytest.approx([4.0, 1.6, 2.0])
     assert json.loads((out / "a" / TASK_RESULT).read_text())["row"]["task"] == "a"
     assert (out / "b" / TASK_RESULT).read_bytes() != before["b"]
+
+
+def test_an_interrupt_stops_the_bench_and_the_task_resumes_instead_of_counting_as_an_error(tmp_path):
+    out, log, flag = tmp_path / "bench", tmp_path / "calls.log", tmp_path / "interrupt"
+    roles_ = roles(calls_log=str(log), crash_flag=str(flag), crash_task="b", crash_step="tile BLOCK=1024",
+                   crash_interrupt=True)
+    tasks = tiny_tasks("a", "b", "c")
+    flag.touch()  # Ctrl-C while b's second step is verified
+    with pytest.raises(RunStopped, match="interrupted"):
+        bench(tasks, out, roles_)
+    assert not (out / "b" / TASK_RESULT).exists()  # no error row: b is not finished
+    assert calls(log) == ["a port", "a tile BLOCK=1024", "b port", "b tile BLOCK=1024"]  # c never started
+
+    rows = bench(tasks, out, roles_)  # resumed: b from its checkpoint (the port is not judged again), c
+    assert [r["status"] for r in rows] == ["ok", "ok", "ok"]
+    assert calls(log)[4:] == ["b tile BLOCK=1024", "c port", "c tile BLOCK=1024"]
+
+
+def test_an_interrupted_gpu_worker_leaves_its_task_unfinished_and_takes_no_more(tmp_path):
+    out, log, flag = tmp_path / "bench", tmp_path / "calls.log", tmp_path / "interrupt"
+    roles_ = roles(sleep_s=0.3, calls_log=str(log), crash_flag=str(flag), crash_task="b", crash_step="port",
+                   crash_interrupt=True)
+    flag.touch()
+    rows = bench(tiny_tasks("a", "b", "c", "d"), out, roles_, gpus=[0, 1])
+    by = {r["task"]: r for r in rows}
+    assert by["b"]["status"] == "missing" and not (out / "b" / TASK_RESULT).exists()
+    assert all(by[name]["correct"] for name in "acd")  # the other worker took the rest
+    assert "stopped during b (interrupted)" in console_text(out)
 
 
 def test_a_folder_never_mixes_two_configurations(tmp_path):
