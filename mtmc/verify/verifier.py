@@ -107,12 +107,20 @@ class LocalVerifier:
 
 
 def make_verifier(backend: str = "auto", **kwargs: Any) -> InterpreterVerifier | LocalVerifier:
-    """`auto` picks LocalVerifier when a GPU is visible; arguments a backend lacks are dropped."""
+    """`auto` picks LocalVerifier when a GPU is visible. A keyword the chosen backend does not take
+    is refused (TypeError, one sentence): dropped silently, a setting would not be in force."""
+    backends = {"local": LocalVerifier, "interpreter": InterpreterVerifier}
     if backend == "auto":
         backend = "local" if torch.cuda.is_available() else "interpreter"
-    cls = {"local": LocalVerifier, "interpreter": InterpreterVerifier}[backend]
+    if backend not in backends:
+        raise ValueError(f"make_verifier: backend={backend!r}: choose auto, {', '.join(backends)}")
+    cls = backends[backend]
     accepted = inspect.signature(cls).parameters
-    return cls(**{k: v for k, v in kwargs.items() if k in accepted})
+    foreign = sorted(set(kwargs) - set(accepted))
+    if foreign:
+        raise TypeError(f"make_verifier: the {backend} backend ({cls.__name__}) takes no "
+                        f"{', '.join(foreign)}; it takes {', '.join(accepted)}")
+    return cls(**kwargs)
 
 
 def _worker_env(overrides: dict[str, str | None]) -> dict[str, str]:
