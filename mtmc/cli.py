@@ -18,6 +18,7 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from mtmc.budgets import register_configs
 from mtmc.config_check import check_overrides, check_values
 from mtmc.resume import resume_overrides
 
@@ -70,6 +71,9 @@ def _compare_as_list(override: str) -> str:
 
 
 def _register_resolvers() -> None:
+    """What the job configs need before Hydra composes them: the resolvers below, and the budgets
+    and reward nodes their defaults lists name (mtmc/budgets.py)."""
+    register_configs()
     # `runs/${stem:${task}}/...`: a task given as a path names its run folder by the file's stem.
     if not OmegaConf.has_resolver("stem"):
         OmegaConf.register_new_resolver("stem", lambda ref: Path(str(ref)).stem)

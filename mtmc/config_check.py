@@ -20,31 +20,18 @@ from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from mtmc.budgets import RULES, budget_problem, register_configs
+
 GROUPS = ("planner", "coder", "verifier")
 _ABSENT = object()
 FILLED_BY_JOB = {"train": {"planner.checkpoint"}}  # `???` keys the job sets itself (the one it trains)
-
-
-def _whole(v: object) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _seconds(v: object) -> bool:
-    return v is None or (isinstance(v, int | float) and not isinstance(v, bool) and v > 0)
-
-
-# budget key -> (what it must be, the test); checked at the top level and under `eval.` (mtmc train)
-BUDGETS = {
-    "max_steps": ("a whole number, at least 1", lambda v: _whole(v) and v >= 1),
-    "max_retries": ("a whole number, at least 0", lambda v: _whole(v) and v >= 0),
-    "time_limit_s": ("a positive number of seconds, or null for no limit", _seconds),
-}
 
 
 def check_overrides(job: str, overrides: Sequence[str], conf_dir: str) -> None:
     """Compose the job's config as Hydra will and check it; raise SystemExit with one line if wrong."""
     for override in overrides:
         _check_group_choice(job, override, Path(conf_dir))
+    register_configs()  # the budgets and reward nodes the job configs' defaults lists name
     try:
         with initialize_config_dir(config_dir=conf_dir, version_base="1.3", job_name=job):
             cfg = compose(config_name=job, overrides=list(overrides))
@@ -59,11 +46,12 @@ def check_values(job: str, cfg: DictConfig) -> None:
     if missing:
         given = " ".join(f"{key}=<...>" for key in missing)
         raise SystemExit(f"mtmc {job}: {', '.join(missing)} not set: give {given}")
-    for prefix in ("", "eval."):
-        for key, (rule, legal) in BUDGETS.items():
+    for prefix in ("", "eval."):  # a run's budgets, and the train job's eval's (mtmc/budgets.py)
+        for key in RULES:
             value = OmegaConf.select(cfg, prefix + key, default=_ABSENT)
-            if value is not _ABSENT and not legal(value):
-                raise SystemExit(f"mtmc {job}: {prefix + key}={value}: must be {rule}")
+            problem = "" if value is _ABSENT else budget_problem(key, value, prefix)
+            if problem:
+                raise SystemExit(f"mtmc {job}: {problem}")
 
 
 def _missing_keys(cfg: DictConfig, prefix: str = "") -> list[str]:

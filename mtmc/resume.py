@@ -19,6 +19,8 @@ from typing import Any
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+from mtmc.budgets import register_configs
+
 SAVED_OVERRIDES = Path(".hydra") / "overrides.yaml"
 MAY_CHANGE = ("max_steps", "time_limit_s")  # a resumed run may be given more steps or time
 
@@ -61,6 +63,7 @@ def _culprit(changed: list[str], overrides: Sequence[str]) -> str:
 
 
 def _flat(conf_dir: str, overrides: list[str]) -> dict[str, Any]:
+    register_configs()  # the budgets and reward nodes optimize.yaml's defaults list names
     with initialize_config_dir(config_dir=conf_dir, version_base="1.3"):
         cfg = compose(config_name="optimize", overrides=overrides)
     return _leaves(OmegaConf.to_container(cfg, resolve=False))

@@ -4,7 +4,8 @@ Shaped like the QiMeng-Kernel MTMC paper's reward cascade (compile fails -1.0,
 execution fails -0.5, correct +0.5, faster +1.0, plus a step-proportional decay against cycling),
 made continuous on the speed side: a correct program earns a small fixed reward plus the log of its
 speedup over the previous accepted program, so a 2x step and two 1.41x steps are worth the same.
-Every number lives in `RewardConfig`; Hydra builds it from `conf/optimize.yaml` (`reward:`).
+Every number lives in `RewardConfig`; every job's `reward:` node is built from it (mtmc/budgets.py),
+so `reward.correct=0.5` sets one.
 
     >>> from mtmc.verify.verdict import Status, Verdict
     >>> cfg = RewardConfig()

@@ -16,6 +16,7 @@ from mtmc.bench import compare_runs, load_calibrations, run_bench, select_tasks,
 from mtmc.bench.metrics import broken_row
 from mtmc.bench.results import RESULTS_MD
 from mtmc.bench.run import FolderInUse
+from mtmc.budgets import Budgets
 from mtmc.optimize import RunStopped
 from mtmc.tasks import BrokenTask, Task, TaskError, scan_suite
 
@@ -51,8 +52,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
                          f"split={cfg.split}")
     roles = {role: OmegaConf.to_container(cfg[role], resolve=True)
              for role in ("planner", "coder", "verifier")}
-    optimize = {"max_steps": cfg.max_steps, "max_retries": cfg.max_retries, "time_limit_s": cfg.time_limit_s,
-                "reward": OmegaConf.to_container(cfg.reward, resolve=True)}
+    budgets = Budgets.from_config(cfg)
+    optimize = {**budgets.keywords(), "reward": OmegaConf.to_container(cfg.reward, resolve=True)}
     for role, target in roles.items():
         log.info("%s <%s>", role, target["_target_"])
     try:
@@ -71,7 +72,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     if broken:  # folder order is file-name order
         rows = sorted(rows + [broken_row(b.name, b.error) for b in broken], key=lambda row: row["task"])
     meta = {"suite": str(cfg.suite), **{role: target["_target_"] for role, target in roles.items()},
-            "budgets": {k: v for k, v in optimize.items() if k != "reward"}, "commit": source_commit()}
+            "budgets": budgets.keywords(), "commit": source_commit()}
     aggregates = write_report(out_dir, rows, meta, ps=list(cfg.fast_p))
     print((out_dir / RESULTS_MD).read_text())
     return aggregates

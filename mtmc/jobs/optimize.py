@@ -10,6 +10,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
+from mtmc.budgets import Budgets
 from mtmc.optimize import CHECKPOINTS, OptimizeResult, RunStopped, run_optimize
 from mtmc.tasks import TaskError, load_task
 
@@ -17,6 +18,7 @@ log = logging.getLogger(__name__)
 
 
 def run(cfg: DictConfig) -> OptimizeResult:
+    budgets = Budgets.from_config(cfg)
     try:
         task = load_task(cfg.task)
     except TaskError as err:
@@ -41,8 +43,7 @@ def run(cfg: DictConfig) -> OptimizeResult:
         with instantiate(cfg.verifier) as verifier:
             return run_optimize(
                 task, planner, coder, verifier, out_dir,
-                max_steps=cfg.max_steps, max_retries=cfg.max_retries, time_limit_s=cfg.time_limit_s,
-                reward=instantiate(cfg.reward), resume=bool(cfg.resume),
+                **budgets.keywords(), reward=instantiate(cfg.reward), resume=bool(cfg.resume),
             )
     except RunStopped as stop:
         print(f"mtmc optimize: {stop.why}; stopped at step {stop.step}; continue with: "

@@ -16,6 +16,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from mtmc.bench import select_tasks, visible_gpus
+from mtmc.budgets import Budgets
 from mtmc.lm_policy import CheckpointError, load_policy
 from mtmc.tasks import TaskError, load_suite
 from mtmc.train.curves import write_curves
@@ -135,8 +136,7 @@ def evaluate(cfg: DictConfig, checkpoint: Path, out_dir: Path) -> list[dict]:
     lm = OmegaConf.to_container(cfg.planner, resolve=True) | {"checkpoint": str(checkpoint)}
     planners = {"lm": lm, **OmegaConf.to_container(cfg.eval.baselines, resolve=True)}
     roles = {role: OmegaConf.to_container(cfg[role], resolve=True) for role in ("coder", "verifier")}
-    optimize = {"max_steps": cfg.eval.max_steps, "max_retries": cfg.eval.max_retries,
-                "time_limit_s": cfg.eval.time_limit_s,
+    optimize = {**Budgets.from_config(cfg.eval).keywords(),
                 "reward": OmegaConf.to_container(cfg.reward, resolve=True)}
     table = evaluate_planners(tasks, out_dir / "eval", planners=planners, roles=roles, optimize=optimize,
                               gpus=visible_gpus(cfg.eval.gpus))

@@ -9,6 +9,10 @@
   none. Everything it returns is data the main process judges.
 - `baseline`: times eager and torch.compile of the reference, interleaved (no candidate code).
 
+`probe` and `baseline` live in trusted_jobs.py, a case's inputs and models in case_io.py, the
+state check's walk over what a candidate keeps in kept_state.py, a forward under the
+op census in census_calls.py.
+
 Every result is a dict of plain values and CPU tensors (torch.load(weights_only=True) reads it).
 Exceptions from the candidate become {"error": ...} results; exceptions from this file's own code
 escape, and the fork server reports them as harness errors.
@@ -16,43 +20,44 @@ escape, and the fork server reports them as harness errors.
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
-import os
 import sys
 import threading
 import time
 import traceback
-from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from mtmc.tasks.task import Task
 from mtmc.verify import proof
+from mtmc.verify.case_io import (
+    OpNames,
+    as_list,
+    candidate_model,
+    case_inputs,
+    default_backend_flags,
+    fingerprint,
+    fresh_copy,
+    load_inputs,
+    output_kind,
+    poison,
+    precise_reference,
+    reference_model,
+    run_forward,
+    sized,
+)
+from mtmc.verify.census_calls import CallAudit, censused
+from mtmc.verify.kept_state import persistent_tensors
 from mtmc.verify.policy import allowed_aten
 from mtmc.verify.timing import TimingOptions, time_calls
+from mtmc.verify.trusted_jobs import baseline, probe
+
+# Their names from before case_io.py was split out, which the verifier's tests still use.
+_default_backend_flags, _forward = default_backend_flags, run_forward
 
 DEVICE_KEPT_BYTES = 256 * 2**20  # first outputs up to this size stay on the device for the repeats
-
-
-# ------------------------------------------------------------------------------------------------
-# probe
-# ------------------------------------------------------------------------------------------------
-def probe(device: str) -> dict[str, Any]:
-    import triton
-
-    info = {"torch": str(torch.__version__), "triton": triton.__version__,
-            "device": "cpu (triton interpreter)"}
-    if device == "cuda":
-        props = torch.cuda.get_device_properties(0)
-        info.update(device=torch.cuda.get_device_name(0), l2_bytes=getattr(props, "L2_cache_size", 0),
-                    sms=props.multi_processor_count, memory_bytes=props.total_memory,
-                    capability=list(torch.cuda.get_device_capability(0)))
-    return info
 
 
 # ------------------------------------------------------------------------------------------------
@@ -61,21 +66,21 @@ def probe(device: str) -> dict[str, Any]:
 def reference(task_name: str, task_source: str, cases: list[dict[str, Any]], device: str,
               inputs_path: str, timing_sets: list[int] | None) -> dict[str, Any]:
     """Expected outputs of every case; the cases' seeds and input fingerprints go to `inputs_path`."""
-    _precise_reference()
+    precise_reference()
     task = Task(name=task_name, source=task_source)
     saved_cases, expected, all_inputs = [], [], []
     convolves = False
     for index, case in enumerate(cases):
-        model = _reference_model(task, case, device)
+        model = reference_model(task, case, device)
         inputs = case_inputs(task, case, device)
         if index == 0:
-            with _OpNames() as seen:
-                raw = _forward(model, inputs)
+            with OpNames() as seen:
+                raw = run_forward(model, inputs)
             convolves = "aten::convolution" in seen.names
         else:
-            raw = _forward(model, inputs)
-        outputs = _as_list(raw)
-        expected.append({"kind": _kind(raw), "outputs": [o.detach().cpu() for o in outputs]})
+            raw = run_forward(model, inputs)
+        outputs = as_list(raw)
+        expected.append({"kind": output_kind(raw), "outputs": [o.detach().cpu() for o in outputs]})
         all_inputs.append(inputs)
         saved_cases.append({**case, "init_inputs": task.init_inputs(case["sizes"]),
                             "fingerprint": fingerprint(inputs),
@@ -83,8 +88,8 @@ def reference(task_name: str, task_source: str, cases: list[dict[str, Any]], dev
     timing = None
     timing_expected = None
     if timing_sets:  # the first case's model on each timing set's inputs (see timing.py)
-        model = _reference_model(task, cases[0], device)
-        timing_expected = [_unless_same(_as_list(_forward(model, all_inputs[i])), expected[i]["outputs"])
+        model = reference_model(task, cases[0], device)
+        timing_expected = [_unless_same(as_list(run_forward(model, all_inputs[i])), expected[i]["outputs"])
                            for i in timing_sets]
         timing = {"case": 0, "sets": timing_sets}
     # Only seeds and fingerprints are saved: every child regenerates the inputs on its device
@@ -92,19 +97,6 @@ def reference(task_name: str, task_source: str, cases: list[dict[str, Any]], dev
     torch.save({"task_name": task_name, "task_source": task_source, "cases": saved_cases, "timing": timing},
                inputs_path)
     return {"expected": expected, "timing_expected": timing_expected, "convolves": convolves}
-
-
-class _OpNames(TorchDispatchMode):
-    """The aten ops a forward runs. `aten::convolution` is where every conv and transposed conv
-    (1d/2d/3d, module or functional) lands, the op cuDNN runs on TF32 by default."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.names: set[str] = set()
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.names.add(func._schema.name)
-        return func(*args, **(kwargs or {}))
 
 
 def _unless_same(outputs: list[torch.Tensor], case_outputs: list[torch.Tensor]) -> list[torch.Tensor] | None:
@@ -116,60 +108,13 @@ def _unless_same(outputs: list[torch.Tensor], case_outputs: list[torch.Tensor]) 
     return [o.detach().cpu() for o in outputs]
 
 
-def case_inputs(task: Task, case: dict[str, Any], device: str) -> list[Any]:
-    """The case's inputs from its seed, made on `device` (GPU random numbers are fast to draw)."""
-    with torch.device(device):
-        return _to(task.make_inputs(case["input_seed"], case["sizes"]), device)
-
-
-def fingerprint(inputs: list[Any]) -> list[Any]:
-    """Shape, dtype and float64 sum of each tensor: regenerated inputs must match the reference's."""
-    return [[list(t.shape), str(t.dtype), float(t.sum(dtype=torch.float64))] if isinstance(t, torch.Tensor)
-            else repr(t) for t in inputs]
-
-
-def load_inputs(inputs_path: str, device: str, timing_only: bool = False) -> dict[str, Any]:
-    """The saved cases with their inputs regenerated (all, or the timing sets'), checked against the
-    reference's fingerprints. Runs before any candidate code is imported, so the inputs are pristine."""
-    data = torch.load(inputs_path, weights_only=True)
-    task = Task(name=data["task_name"], source=data["task_source"])
-    for index, case in enumerate(data["cases"]):
-        if timing_only and index not in data["timing"]["sets"]:
-            continue
-        case["inputs"] = case_inputs(task, case, device)
-        if fingerprint(case["inputs"]) != case["fingerprint"]:
-            raise RuntimeError(f"{task.name}: inputs for seed {case['input_seed']} differ from the "
-                               "reference's (get_inputs is not deterministic for a seed); cannot verify")
-    return data
-
-
-def _precise_reference() -> None:
-    # The reference is the truth the candidate is held to: no TF32 shortcuts inside it.
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-
-
-def _default_backend_flags() -> dict[str, bool]:
-    """PyTorch's default precision flags, the ones a user's eager and torch.compile code runs
-    with: cuDNN convolutions on TF32, matmuls strict fp32. The baselines are timed with them (a
-    fp32 conv kernel may use TF32 as eager's does: correctness.py); returns them as set."""
-    torch.backends.cudnn.allow_tf32 = True
-    torch.backends.cuda.matmul.allow_tf32 = False
-    return {"cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
-            "cuda.matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32}
-
-
-def _reference_model(task: Task, case: dict[str, Any], device: str) -> torch.nn.Module:
-    return task.make_model(case["model_seed"], case["sizes"]).to(device)
-
-
 # ------------------------------------------------------------------------------------------------
 # candidate
 # ------------------------------------------------------------------------------------------------
 def candidate(source: str, digest: str, inputs_path: str, device: str, library_ops: list[str],
               time_it: bool, timing: dict[str, Any], profile_share: bool,
               schedule: list[int] | None = None) -> dict[str, Any]:
-    _precise_reference()  # vendor calls a task allows run at the reference's precision
+    precise_reference()  # vendor calls a task allows run at the reference's precision
     path = Path.cwd() / f"candidate_{digest}.py"
     path.write_text(source)
     counter = proof.LaunchCounter(str(path)).install()
@@ -195,7 +140,7 @@ def candidate(source: str, digest: str, inputs_path: str, device: str, library_o
     clock.lap("cases")  # the first case pays CUDA's start and the Triton compiles
     # Every later forward runs under the census too: a candidate that finds no census active (a
     # dispatch stack it can read) must not get a PyTorch path into the state check or the timing.
-    others = _CallAudit(counter, census_allowed)
+    others = CallAudit(counter, census_allowed)
     try:
         result["state_changes"] = _state_changes(module, data["cases"], device, others)
     except BaseException as err:
@@ -237,9 +182,9 @@ def _run_schedule(module: Any, cases: list[dict[str, Any]], schedule: list[int],
     for position, index in enumerate(schedule):
         case = cases[index]
         try:
-            with _sized(module, case["sizes"]):
+            with sized(module, case["sizes"]):
                 if index not in models:
-                    models[index] = _candidate_model(module, case, device)
+                    models[index] = candidate_model(module, case, device)
                 run = _call(models[index], case, device, counter, allowed)
         except BaseException as err:
             err.case = index
@@ -260,56 +205,12 @@ def _run_schedule(module: Any, cases: list[dict[str, Any]], schedule: list[int],
 def _call(model: torch.nn.Module, case: dict[str, Any], device: str, counter: proof.LaunchCounter,
           allowed: frozenset[str]) -> dict[str, Any]:
     """One forward call of a case under the census, with the instruments read before and after."""
-    inputs = _fresh_copy(case["inputs"])  # made on the device by load_inputs; never handed out
-    _poison(case["out_meta"], device)  # last allocations before the call: its outputs land here
-    raw, seen = _censused(model, inputs, counter, allowed)
+    inputs = fresh_copy(case["inputs"])  # made on the device by load_inputs; never handed out
+    poison(case["out_meta"], device)  # last allocations before the call: its outputs land here
+    raw, seen = censused(model, inputs, counter, allowed)
     if device == "cuda":
         torch.cuda.synchronize()
     return {"raw": raw, "inputs": inputs, **seen}
-
-
-def _censused(model: torch.nn.Module, inputs: list[Any], counter: proof.LaunchCounter,
-              allowed: frozenset[str]) -> tuple[Any, dict[str, Any]]:
-    """model(*inputs) under the op census: its outputs, and what the instruments saw during it."""
-    launches_before, exits_before = counter.launches, Counter(counter.host_exits)
-    census = proof.OpCensus(counter, allowed)
-    with torch.no_grad(), census:
-        pops_before = counter.pops
-        counter.in_forward = True
-        try:
-            raw = model(*inputs)
-        finally:
-            counter.in_forward = False
-        broken = proof.census_intact(census, pops_before)
-    return raw, {"launches": counter.launches - launches_before, "foreign": dict(census.foreign),
-                 "host_exits": dict(counter.host_exits - exits_before), "census_broken": broken}
-
-
-class _CallAudit:
-    """The census over the forwards after the cases (the state check's, on a GPU the profiled and
-    timed ones), summed: the main process judges them like a case's (decoy, foreign ops, host
-    exits, a popped census). Their outputs are checked elsewhere or not at all; their work is."""
-
-    def __init__(self, counter: proof.LaunchCounter, allowed: frozenset[str]) -> None:
-        self.counter, self.allowed = counter, allowed
-        self.calls = self.without_launches = 0
-        self.foreign: Counter[str] = Counter()
-        self.host_exits: Counter[str] = Counter()
-        self.census_broken = ""
-
-    def __call__(self, model: torch.nn.Module, inputs: list[Any]) -> Any:
-        raw, seen = _censused(model, inputs, self.counter, self.allowed)
-        self.calls += 1
-        self.without_launches += seen["launches"] == 0
-        self.foreign.update(seen["foreign"])
-        self.host_exits.update(seen["host_exits"])
-        self.census_broken = self.census_broken or seen["census_broken"]
-        return raw
-
-    def report(self) -> dict[str, Any]:
-        return {"calls": self.calls, "without_launches": self.without_launches,
-                "foreign_ops": dict(self.foreign), "host_exits": dict(self.host_exits),
-                "census_broken": self.census_broken}
 
 
 def _first_report(case: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
@@ -344,10 +245,10 @@ def _comparable(report: dict[str, Any], first: Any, run: dict[str, Any]) -> tupl
 
 
 def _nbytes(raw: Any) -> int:
-    return sum(o.nbytes for o in _as_list(raw) if isinstance(o, torch.Tensor))
+    return sum(o.nbytes for o in as_list(raw) if isinstance(o, torch.Tensor))
 
 
-def _state_changes(module: Any, cases: list[dict[str, Any]], device: str, forward: _CallAudit) -> list[str]:
+def _state_changes(module: Any, cases: list[dict[str, Any]], device: str, forward: CallAudit) -> list[str]:
     """Where state that outlives a call changed when one model saw new inputs (empty: none did).
 
     One model runs on one case's inputs, then on another seed's of the same sizes. A forward is a
@@ -360,121 +261,26 @@ def _state_changes(module: Any, cases: list[dict[str, Any]], device: str, forwar
     if len(pair) < 2:
         return []
     first, second = pair
-    with _sized(module, first["sizes"]):
-        model = _candidate_model(module, first, device)
-        forward(model, _fresh_copy(first["inputs"]))
-        before = {path: t.detach().clone() for path, t in _persistent_tensors(model, module).items()}
-        forward(model, _fresh_copy(second["inputs"]))
-        after = _persistent_tensors(model, module)
+    with sized(module, first["sizes"]):
+        model = candidate_model(module, first, device)
+        forward(model, fresh_copy(first["inputs"]))
+        before = {path: t.detach().clone() for path, t in persistent_tensors(model, module).items()}
+        forward(model, fresh_copy(second["inputs"]))
+        after = persistent_tensors(model, module)
     changed = sorted(set(before) ^ set(after))
     kept = set(before) & set(after)
     changed += sorted(p for p in kept if not _same(before[p], after[p].to(before[p].device)))
     return changed
 
 
-def _persistent_tensors(model: torch.nn.Module, module: Any) -> dict[str, torch.Tensor]:
-    """Every tensor reachable from the model (parameters, buffers, attributes and the lists, tuples
-    and dicts in them, submodules too), from the candidate module's globals, and from what the
-    candidate's own code keeps elsewhere: class attributes, closures and default arguments of its
-    functions and methods, attributes of instances of its classes. By path."""
-    found: dict[str, torch.Tensor] = {}
-    seen: set[int] = set()
-    home = getattr(module, "__name__", None)
-
-    def walk(value: Any, path: str, depth: int) -> None:
-        if isinstance(value, torch.Tensor):
-            found.setdefault(path, value)
-            return
-        if depth >= 8 or id(value) in seen:
-            return
-        seen.add(id(value))
-        if isinstance(value, torch.nn.Module):
-            for name, item in vars(value).items():
-                if name in ("_parameters", "_buffers", "_modules"):
-                    for key, sub in item.items():
-                        walk(sub, f"{path}.{key}", depth + 1)
-                elif not name.startswith("__"):
-                    walk(item, f"{path}.{name}", depth + 1)
-        elif isinstance(value, (list, tuple, set, frozenset)):
-            for i, item in enumerate(value):
-                walk(item, f"{path}[{i}]", depth + 1)
-        elif isinstance(value, dict):
-            for key, item in value.items():
-                walk(item, f"{path}[{key!r}]", depth + 1)
-        elif getattr(value, "__module__", None) == home and not _triton_object(value):
-            # the candidate's own functions, classes and instances (kernels are Triton's objects:
-            # an autotuner keeps its last arguments, which is not the candidate's state)
-            for name, item in _kept_by(value):
-                walk(item, f"{path}.{name}", depth + 1)
-
-    walk(model, "self", 0)
-    for name, value in vars(module).items():
-        if not name.startswith("__"):
-            walk(value, name, 1)
-    return found
-
-
-def _triton_object(value: Any) -> bool:
-    return type(value).__module__.split(".")[0] == "triton"
-
-
-def _kept_by(value: Any) -> list[tuple[str, Any]]:
-    """What a function, class or instance of the candidate's module keeps between calls."""
-    if isinstance(value, type):
-        return [(k, v) for k, v in vars(value).items() if not k.startswith("__")]
-    function = getattr(value, "__func__", value)  # a method: its function
-    if callable(function) and hasattr(function, "__code__"):
-        cells = [(f"<closure {n}>", c.cell_contents) for n, c in
-                 zip(function.__code__.co_freevars, function.__closure__ or (), strict=True)
-                 if _filled(c)]
-        defaults = [("<defaults>", function.__defaults__ or ()),
-                    ("<kwdefaults>", function.__kwdefaults__ or {})]
-        return cells + defaults
-    state = getattr(value, "__dict__", None)
-    return list(state.items()) if isinstance(state, dict) else []
-
-
-def _filled(cell: Any) -> bool:
-    try:
-        cell.cell_contents  # noqa: B018  (an empty cell raises)
-    except ValueError:
-        return False
-    return True
-
-
-def _candidate_model(module: Any, case: dict[str, Any], device: str) -> torch.nn.Module:
-    """ModelNew built as the reference's Model was for `case` (same seed, same init inputs)."""
-    torch.manual_seed(case["model_seed"])
-    return module.ModelNew(*case["init_inputs"]).to(device)
-
-
-def _fresh_copy(inputs: list[Any]) -> list[Any]:
-    """The inputs with every tensor cloned: the candidate never touches the pristine ones."""
-    return [t.clone() if isinstance(t, torch.Tensor) else t for t in inputs]
-
-
-@contextlib.contextmanager
-def _sized(module: Any, sizes: dict[str, Any]) -> Iterator[None]:
-    """The case's sizes override the candidate's module constants of the same names, as they
-    override the task's for the reference (a CPU case may change `dtype`)."""
-    saved = {key: getattr(module, key) for key in sizes if hasattr(module, key)}
-    for key in saved:
-        setattr(module, key, sizes[key])
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            setattr(module, key, value)
-
-
 def _describe_outputs(raw: Any) -> dict[str, Any]:
     """Outputs as plain CPU tensors, with anything that is not exactly a torch.Tensor named."""
-    outputs = _as_list(raw)
+    outputs = as_list(raw)
     bad = [f"output {i} is {type(o).__module__}.{type(o).__qualname__}, not exactly torch.Tensor"
            for i, o in enumerate(outputs) if type(o) is not torch.Tensor]
     if bad:
-        return {"kind": _kind(raw), "type_errors": bad, "outputs": [], "devices": []}
-    return {"kind": _kind(raw), "type_errors": [], "outputs": [_host_copy(o) for o in outputs],
+        return {"kind": output_kind(raw), "type_errors": bad, "outputs": [], "devices": []}
+    return {"kind": output_kind(raw), "type_errors": [], "outputs": [_host_copy(o) for o in outputs],
             "devices": [str(o.device) for o in outputs]}
 
 
@@ -487,31 +293,13 @@ def _host_copy(tensor: torch.Tensor) -> torch.Tensor:
 
 def _compare_runs(first: Any, second: Any) -> tuple[bool, list[torch.Tensor] | None]:
     """Bitwise equality of two runs on the same inputs; the second outputs travel only if they differ."""
-    a, b = _as_list(first), _as_list(second)
+    a, b = as_list(first), as_list(second)
     if len(a) != len(b) or not all(type(x) is torch.Tensor and type(y) is torch.Tensor
                                    for x, y in zip(a, b, strict=True)):
         return False, None
     if all(x.shape == y.shape and x.dtype == y.dtype and _same(x, y) for x, y in zip(a, b, strict=True)):
         return True, None
     return False, [_host_copy(y) for y in b]
-
-
-def _poison(out_meta: list[list[Any]], device: str) -> None:
-    """Fill freed blocks of the outputs' sizes with NaN, so that outputs never written show (S6).
-
-    On a GPU the caching allocator hands the same block to the next allocation of that size, so
-    this is exact. On the CPU, malloc is not a cache: several freed copies coalesce into one NaN
-    region the next allocation is likely carved from; best effort (unwritten memory is garbage
-    there anyway, and the reference never ran in this process for an output to land on)."""
-    copies = 1 if device == "cuda" else 4  # GPU outputs can be GBs: one block is enough there
-    blocks = []
-    for shape, dtype_name in out_meta:
-        dtype = getattr(torch, dtype_name.removeprefix("torch."))
-        for _ in range(copies):
-            block = torch.empty(shape, dtype=dtype, device=device)
-            block.fill_(float("nan") if block.is_floating_point() else 0x5A)
-            blocks.append(block)
-    del blocks
 
 
 class _PhaseClock:
@@ -527,16 +315,16 @@ class _PhaseClock:
         self._last = now
 
 
-def _gpu_measurements(result: dict[str, Any], module: Any, data: dict[str, Any], forward: _CallAudit,
+def _gpu_measurements(result: dict[str, Any], module: Any, data: dict[str, Any], forward: CallAudit,
                       time_it: bool, timing: dict[str, Any], profile_share: bool, clock: _PhaseClock) -> None:
     counter = forward.counter
-    model = _candidate_model(module, data["cases"][data["timing"]["case"]], "cuda")
+    model = candidate_model(module, data["cases"][data["timing"]["case"]], "cuda")
     sets = [data["cases"][i]["inputs"] for i in data["timing"]["sets"]]
 
     def call(inputs: list[Any]) -> list[torch.Tensor]:
         # Under the census like a case's call: its host cost is hidden by the timing's pre-call
         # sleep, which is sized from the warm-up calls (census included).
-        return _as_list(forward(model, inputs))
+        return as_list(forward(model, inputs))
 
     if profile_share:
         result["share"] = proof.triton_share(lambda: call(sets[0]), set(counter.kernels))
@@ -558,60 +346,8 @@ def _gpu_measurements(result: dict[str, Any], module: Any, data: dict[str, Any],
 
 
 # ------------------------------------------------------------------------------------------------
-# baseline
+# bitwise comparison, and the candidate's errors in words
 # ------------------------------------------------------------------------------------------------
-def baseline(task_name: str, task_source: str, inputs_path: str, timing: dict[str, Any],
-             compiled: bool) -> dict[str, Any]:
-    """Eager and torch.compile times of the reference on the candidate's timing inputs, with
-    PyTorch's default backend flags (returned under "backend_flags")."""
-    backend_flags = _default_backend_flags()
-    os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")  # no compile pools in a child
-    task = Task(name=task_name, source=task_source)
-    data = load_inputs(inputs_path, "cuda", timing_only=True)
-    case = data["cases"][data["timing"]["case"]]
-    model = _reference_model(task, case, "cuda")
-    sets = [data["cases"][i]["inputs"] for i in data["timing"]["sets"]]
-
-    def runner(module: Any):
-        def call(inputs: list[Any]) -> list[torch.Tensor]:
-            with torch.no_grad():
-                return _as_list(module(*inputs))
-        return call
-
-    calls = {"eager": runner(model)}
-    result: dict[str, Any] = {"compile_error": None, "backend_flags": backend_flags}
-    if compiled:
-        try:
-            compiled_call = runner(torch.compile(model))
-            compiled_call(sets[0])  # compile now, so a failure is reported rather than timed
-            torch.cuda.synchronize()
-            calls["compiled"] = compiled_call
-        except Exception as err:  # an op inductor cannot compile: eager only, and say why
-            result["compile_error"] = f"{type(err).__name__}: {err}"[:500]
-    result.update(time_calls(calls, sets, {}, True, TimingOptions(**timing)))
-    return result
-
-
-# ------------------------------------------------------------------------------------------------
-# helpers
-# ------------------------------------------------------------------------------------------------
-def _forward(model: torch.nn.Module, inputs: list[Any]) -> Any:
-    with torch.no_grad():
-        return model(*inputs)
-
-
-def _kind(raw: Any) -> str:
-    return "tuple" if isinstance(raw, tuple) else "list" if isinstance(raw, list) else "single"
-
-
-def _as_list(raw: Any) -> list[Any]:
-    return list(raw) if isinstance(raw, tuple | list) else [raw]
-
-
-def _to(values: list[Any], device: str) -> list[Any]:
-    return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
-
-
 def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
     """Bitwise-equal values, NaN equal to NaN (a NaN output must not read as nondeterminism).
 

@@ -11,7 +11,8 @@ processes, none of the worker's file descriptors); the worker probes at start-up
 the machine grants, and counts and kills whatever a child left running.
 
 The child for the next job is forked as soon as the last one ends (a "spare"): it initialises
-CUDA and then waits on a pipe for its job, so a verdict does not wait for CUDA's start.
+CUDA and then waits on a pipe for its job, so a verdict does not wait for CUDA's start (spare.py:
+the spare and its life until the job ends).
 
 Why this shape: a cold Python with torch costs ~4 s; a fork of a process that already imported
 torch and triton costs ~0.5 s on a GPU (CUDA init in the child) and ~20 ms on the CPU, and every
@@ -27,30 +28,27 @@ beside it as raw files (`mtmc/verify/transport.py`).
 
 from __future__ import annotations
 
-import faulthandler
 import os
-import pickle
-import resource
 import signal
 import socket
 import subprocess
 import sys
 import time
-import traceback
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 from mtmc.verify import sandbox
+from mtmc.verify.spare import HARNESS_ERROR_EXIT, Spare, die_with_parent, fd_ceiling, kill_group
 
 # Environment variables whose names contain one of these never reach a worker.
 SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "COOKIE",
                   "PRIVATE", "SESSION")
-HARNESS_ERROR_EXIT = 70  # a child whose harness code raised: a verifier bug, never the candidate's
 READY_TIMEOUT_S = 300.0  # importing torch + triton on a busy machine
 GRACE_S = 30.0  # on top of the job timeout, for the worker itself to answer
 NPROC_HEADROOM = 512  # tasks (threads and processes) one candidate may add (see _process_limit)
+_Spare, _fd_ceiling = Spare, fd_ceiling  # their names before spare.py, which the tests use
 
 
 def clean_env(base: dict[str, str], overrides: dict[str, str | None]) -> dict[str, str]:
@@ -135,13 +133,13 @@ class Worker:
             remaining = deadline - time.monotonic()
             try:
                 if remaining <= 0 or not self.conn.poll(remaining):
-                    _kill_group(child_pid)
+                    kill_group(child_pid)
                     self._restart()
                     return Outcome("worker_hung",
                                    f"verifier worker gave no answer in {timeout_s + GRACE_S:.0f} s")
                 message = self.conn.recv()
             except (EOFError, OSError):
-                _kill_group(child_pid)
+                kill_group(child_pid)
                 code = self.proc.poll()
                 self._restart()
                 return Outcome("worker_died",
@@ -162,7 +160,7 @@ class Worker:
             self.conn.close()
             self.conn = None
         if self.proc is not None and self.proc.poll() is None:
-            _kill_group(self.proc.pid)
+            kill_group(self.proc.pid)
             self.proc.wait()
 
     def close(self) -> None:
@@ -173,15 +171,6 @@ class Worker:
             except (OSError, subprocess.TimeoutExpired):
                 pass
         self._kill()
-
-
-def _kill_group(pid: int | None) -> None:
-    if pid is None:
-        return
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _tail(path: Path, chars: int = 3000) -> str:
@@ -196,7 +185,7 @@ def _tail(path: Path, chars: int = 3000) -> str:
 # ------------------------------------------------------------------------------------------------
 def serve(fd: int, backend: str) -> None:
     """The worker's main loop: import once, then fork one child per job until told to stop."""
-    _die_with_parent()
+    die_with_parent()
     _become_subreaper()
     if backend == "interpreter":
         os.environ["TRITON_INTERPRET"] = "1"  # read when @triton.jit runs, so before any kernel
@@ -217,7 +206,7 @@ def serve(fd: int, backend: str) -> None:
     levels, note = sandbox.probe_levels()
     conn.send({"ready": os.getpid(), "isolation": levels, "isolation_note": note})
     init_cuda = backend == "cuda"
-    spare = _Spare.fork(conn, init_cuda, levels)
+    spare = Spare.fork(conn, init_cuda, levels)
     try:
         while True:
             try:
@@ -228,7 +217,7 @@ def serve(fd: int, backend: str) -> None:
                 return
             outcome = _run_in_child(job, conn, spare, levels)
             conn.send(outcome.__dict__)
-            spare = _Spare.fork(conn, init_cuda, levels)  # warms up while the main process judges
+            spare = Spare.fork(conn, init_cuda, levels)  # warms up while the main process judges
     finally:
         spare.discard()
 
@@ -241,122 +230,12 @@ def done() -> None:
     os._exit(0)
 
 
-@dataclass
-class _Spare:
-    """A child forked ahead of its job: in its own process group and namespaces (sandbox.py), CUDA
-    already initialised on a GPU backend (~0.3-0.5 s that no verdict waits for), blocked until the
-    job arrives on a pipe. With a PID namespace, `pid` is the process in between (see sandbox.py)."""
-
-    pid: int
-    job_fd: int
-    namespace: sandbox.PidNamespace | None = None  # the PID namespace it is pid 2 of
-
-    @classmethod
-    def fork(cls, conn: Connection, init_cuda: bool, levels: list[str]) -> _Spare:
-        read_fd, write_fd = os.pipe()
-        pid, namespace = sandbox.fork_into_pid_namespace() if "pidns" in levels else (os.fork(), None)
-        if pid == 0:
-            conn.close()  # the child must not be able to talk to the main process
-            os.close(write_fd)
-            _close_inherited_fds(keep=read_fd)
-            os.setpgid(0, 0)  # own process group: the worker can kill everything the child starts
-            _die_with_parent()
-            _enter_namespaces(levels)
-            if init_cuda:
-                _init_cuda()
-            job = _read_job(read_fd)
-            if job is None:  # discarded without a job
-                os._exit(0)
-            _child_main(job, levels)  # never returns
-        os.close(read_fd)
-        return cls(pid, write_fd, namespace)
-
-    def send(self, job: dict[str, Any]) -> bool:
-        """Hand the job over; False if the spare died while waiting (its exit is reaped)."""
-        done, _ = os.waitpid(self.pid, os.WNOHANG)
-        if done:
-            os.close(self.job_fd)
-            self.end_namespace()
-            return False
-        try:
-            with os.fdopen(self.job_fd, "wb") as pipe:
-                pipe.write(pickle.dumps(job))
-            return True
-        except BrokenPipeError:
-            os.waitpid(self.pid, 0)
-            self.end_namespace()
-            return False
-
-    def end_namespace(self) -> None:
-        """After the spare's end: every process left in its PID namespace is killed."""
-        if self.namespace is not None:
-            self.namespace.end()
-
-    def discard(self) -> None:
-        try:
-            os.close(self.job_fd)  # EOF: the spare exits
-        except OSError:
-            pass
-        _kill_group(self.pid)
-        try:
-            os.waitpid(self.pid, 0)
-        except ChildProcessError:
-            pass
-        self.end_namespace()
-
-
-def _close_inherited_fds(keep: int) -> None:
-    """In a fresh spare: close every descriptor the worker held but stdin/stdout/stderr and `keep`
-    (the job pipe). A fork copies them all, close-on-exec or not, and a candidate could read or
-    write any of them (the worker's socket to the main process, a pipe of another job). Done
-    before CUDA opens its device files, which the job needs; nothing in the worker wraps these
-    numbers in an object that would close them again later (its Connection is closed first)."""
-    os.closerange(3, keep)
-    os.closerange(keep + 1, _fd_ceiling())
-
-
-def _fd_ceiling() -> int:
-    """One past the highest descriptor number this process can hold. An unlimited RLIMIT_NOFILE
-    reads as -1 (RLIM_INFINITY), which as a bound would close nothing: the largest C int instead
-    (CPython closes a range with one close_range system call on Linux 5.9 or later)."""
-    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    return soft if 0 < soft < 2**31 - 1 else 2**31 - 1
-
-
-def _enter_namespaces(levels: list[str]) -> None:
-    try:
-        sandbox.enter_namespaces(levels)  # network and mount; the PID namespace is the worker's doing
-    except BaseException:  # a level the worker promised: no job may run without it
-        traceback.print_exc()
-        sys.stderr.flush()
-        os._exit(HARNESS_ERROR_EXIT)
-
-
-def _init_cuda() -> None:
-    try:
-        import torch
-        import triton
-
-        torch.cuda.init()
-        # Triton's driver builds (or loads from the shared cache) its C helper here, as the trusted
-        # spare: a confined candidate's Triton cache is its scratch folder, which starts empty.
-        triton.runtime.driver.active.get_current_device()
-    except Exception:  # a broken GPU shows up again, with its error, when the job uses it
-        pass
-
-
-def _read_job(fd: int) -> dict[str, Any] | None:
-    with os.fdopen(fd, "rb") as pipe:
-        data = pipe.read()
-    return pickle.loads(data) if data else None  # from the worker, our parent: trusted
-
-
-def _run_in_child(job: dict[str, Any], conn: Connection, spare: _Spare, levels: list[str]) -> Outcome:
+def _run_in_child(job: dict[str, Any], conn: Connection, spare: Spare, levels: list[str]) -> Outcome:
     start = time.monotonic()
     if job.get("isolate"):
         job = {**job, "nproc_limit": _process_limit(job, levels)}
     if not spare.send(job):  # the spare died waiting (killed from outside): fork a cold one
-        spare = _Spare.fork(conn, init_cuda=False, levels=levels)
+        spare = Spare.fork(conn, init_cuda=False, levels=levels)
         spare.send(job)
     pid = spare.pid
     conn.send({"child_pid": pid})
@@ -364,7 +243,7 @@ def _run_in_child(job: dict[str, Any], conn: Connection, spare: _Spare, levels: 
     # Counted here, after the job's end and outside its reach (its own count could be patched):
     # every process still alive in its PID namespace is one it left running.
     left = spare.namespace.live_processes() if spare.namespace is not None else 0
-    _kill_group(pid)  # anything the child left behind in its process group...
+    kill_group(pid)  # anything the child left behind in its process group...
     spare.end_namespace()  # ...or in its PID namespace...
     outcome = _ended(job, status, time.monotonic() - start)
     # ...or elsewhere (setsid, double fork; no PID namespace): our orphans
@@ -414,7 +293,7 @@ def _wait(pid: int, timeout_s: float) -> int | None:
         if done:
             return status
         if time.monotonic() > deadline:
-            _kill_group(pid)
+            kill_group(pid)
             os.waitpid(pid, 0)
             return None
         time.sleep(0.005)
@@ -449,79 +328,9 @@ def _children() -> list[int]:
     return pids
 
 
-def _child_main(job: dict[str, Any], levels: list[str]) -> None:
-    code = HARNESS_ERROR_EXIT
-    scratch = Path(job["scratch"])
-    log_path = scratch / "child.log"
-    result_path = scratch / "result.pt"
-    try:
-        isolate = bool(job.get("isolate"))  # untrusted code runs in this job: confine it first
-        if isolate:  # mounts first: nothing may be open for writing yet (sandbox.hide_world)
-            sandbox.hide_world(levels, scratch, job.get("readable", []))
-        log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        os.dup2(log_fd, 1)
-        os.dup2(log_fd, 2)
-        faulthandler.enable(file=os.fdopen(os.dup(log_fd), "w"), all_threads=True)
-        os.chdir(scratch)
-        _apply_limits(job)
-        import torch
-
-        from mtmc.verify.child import JOBS
-        from mtmc.verify.transport import offload
-        if job.get("cpu_threads"):
-            torch.set_num_threads(int(job["cpu_threads"]))
-        if isolate:
-            sandbox.drop_privileges(levels, scratch)
-            _limit_processes(job)
-        result = JOBS[job["job"]](**job["args"])
-        tmp = result_path.with_suffix(".tmp")
-        torch.save(offload(result, scratch), tmp)
-        os.replace(tmp, result_path)
-        code = 0
-    except BaseException:  # the harness itself failed: say so loudly in the log
-        traceback.print_exc()
-        sys.stderr.flush()
-    finally:
-        os._exit(code)
-
-
-def _apply_limits(job: dict[str, Any]) -> None:
-    """Core dumps off, CPU time and (CPU backend) address space capped. No RLIMIT_FSIZE: it caps
-    each file, not their sum, and this same process writes the result's raw files afterwards,
-    which are as large as the task's outputs (GBs); a cap on the scratch folder's total would need
-    a size-limited mount, which the main process could not read the result from."""
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a segfaulting candidate must not dump GBs
-    cpu_s = int(job["timeout_s"] * (os.cpu_count() or 1)) + 30  # backstop behind the wall clock
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 5))
-    if job.get("memory_gb"):
-        # Address space on top of what the fork already maps (torch alone maps several GB).
-        # Off on GPUs: the CUDA driver reserves huge virtual ranges and fails under RLIMIT_AS.
-        pages = int(Path("/proc/self/statm").read_text().split()[0])
-        limit = pages * resource.getpagesize() + int(job["memory_gb"] * 2**30)
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
-
-def _limit_processes(job: dict[str, Any]) -> None:
-    """The candidate's cap on processes and threads (`_process_limit`), set once it runs as its
-    final user: the hard limit too, so that it cannot raise it again."""
-    if job.get("nproc_limit"):
-        resource.setrlimit(resource.RLIMIT_NPROC, (job["nproc_limit"], job["nproc_limit"]))
-
-
 def _become_subreaper() -> None:
     """Orphans of our children (a setsid'd or double-forked process) become our children, not
     init's, so `_kill_strays` finds them whatever process group or session they moved to."""
     import ctypes
 
     ctypes.CDLL(None, use_errno=True).prctl(36, 1)  # PR_SET_CHILD_SUBREAPER
-
-
-def _die_with_parent() -> None:
-    """Ask Linux to SIGKILL this process when its parent dies (no orphaned workers or children)."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass

@@ -23,7 +23,8 @@ The worker probes once at start-up which levels this machine grants (`probe_leve
 child that also checks that they hold: a write outside scratch fails, 127.0.0.1 is unreachable, and
 so on). Every later job must reach that level or it refuses to run (a harness error, never a silent
 downgrade), and every Verdict names the level (`describe`). Trusted jobs (reference, baseline,
-probe) share the namespaces but keep root and a writable filesystem.
+probe) share the namespaces but keep root and a writable filesystem. The system calls and /proc
+reads underneath are linux.py's.
 """
 
 from __future__ import annotations
@@ -40,29 +41,35 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from mtmc.verify.linux import (
+    CLONE_NEWNET,
+    CLONE_NEWNS,
+    CLONE_NEWPID,
+    MS_BIND,
+    MS_NODEV,
+    MS_NOEXEC,
+    MS_NOSUID,
+    MS_PRIVATE,
+    MS_REC,
+    PR_CAPBSET_DROP,
+    PR_SET_DUMPABLE,
+    PR_SET_NO_NEW_PRIVS,
+    PR_SET_PDEATHSIG,
+    SandboxError,
+    check_call,
+    children_of,
+    effective_caps,
+    libc,
+    mount,
+    process_state,
+    set_read_only,
+    tasks_of,  # noqa: F401  (re-exported: the worker counts a user's tasks through this module)
+)
+
 LEVELS = ("netns", "pidns", "readonly", "nobody")
 UNTRUSTED_JOBS = frozenset({"candidate"})
 NOBODY = 65534
 DISABLE_ENV = "MTMC_VERIFY_SANDBOX"  # "0": rlimits only (for measuring the sandbox's cost)
-
-CLONE_NEWNS = 0x00020000
-CLONE_NEWPID = 0x20000000
-CLONE_NEWNET = 0x40000000
-MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 8, 32, 4096, 16384, 1 << 18
-SYS_MOUNT_SETATTR = 442  # the same number on every architecture (added in Linux 5.12)
-AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY = -100, 0x8000, 0x1
-PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 4, 24, 38
-
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
-class SandboxError(OSError):
-    """A level this worker promised could not be set up: the job must not run."""
-
-
-class _MountAttr(ctypes.Structure):
-    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64),
-                ("propagation", ctypes.c_uint64), ("userns_fd", ctypes.c_uint64)]
 
 
 def describe(levels: list[str] | tuple[str, ...]) -> str:
@@ -90,12 +97,12 @@ class PidNamespace:
         patches a count in its own process cannot hide a stray). Every process of a PID namespace
         descends from its init (orphans are re-parented to it, never to a reaper outside), so the
         walk down from init finds them all; zombies (init is `cat`, it reaps nobody) are dead."""
-        count, stack = 0, _children_of(self.init)
+        count, stack = 0, children_of(self.init)
         while stack:
             pid = stack.pop()
-            if _state(pid) not in ("Z", "X", ""):
+            if process_state(pid) not in ("Z", "X", ""):
                 count += 1
-            stack += _children_of(pid)
+            stack += children_of(pid)
         return count
 
     def end(self) -> None:
@@ -121,7 +128,7 @@ def fork_into_pid_namespace() -> tuple[int, PidNamespace | None]:
     (pid, namespace) in the caller and (0, None) in the child."""
     own = os.open("/proc/self/ns/pid", os.O_RDONLY)
     try:
-        _check(_libc.unshare(CLONE_NEWPID), "unshare(pid)")
+        check_call(libc.unshare(CLONE_NEWPID), "unshare(pid)")
         namespace = _spawn_init()
         pid = os.fork()
     except BaseException:
@@ -152,7 +159,7 @@ def _spawn_init() -> PidNamespace:
 def _back_to(own_fd: int) -> None:
     """The caller's next children go to its own PID namespace again."""
     try:
-        _check(_libc.setns(own_fd, CLONE_NEWPID), "setns(pid)")
+        check_call(libc.setns(own_fd, CLONE_NEWPID), "setns(pid)")
     finally:
         os.close(own_fd)
 
@@ -167,11 +174,11 @@ def enter_namespaces(levels: list[str]) -> None:
     flags |= CLONE_NEWNS if {"readonly", "pidns"} & set(levels) else 0
     if not flags:
         return
-    _check(_libc.unshare(flags), "unshare")
+    check_call(libc.unshare(flags), "unshare")
     if flags & CLONE_NEWNS:  # nothing mounted in here propagates back to the host
-        _mount(None, "/", None, MS_REC | MS_PRIVATE)
+        mount(None, "/", None, MS_REC | MS_PRIVATE)
     if "pidns" in levels:
-        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -185,7 +192,7 @@ def hide_world(levels: list[str], scratch: Path, readable: list[str]) -> None:
     install from under the waiters, which may still be starting up. Nothing may be opened for
     writing between the two."""
     if "readonly" in levels:
-        _check(_libc.unshare(CLONE_NEWNS), "unshare(mount)")
+        check_call(libc.unshare(CLONE_NEWNS), "unshare(mount)")
         _read_only_world(scratch.resolve(), [Path(p).resolve() for p in readable])
 
 
@@ -212,19 +219,19 @@ def _read_only_world(scratch: Path, readable: list[Path]) -> None:
     kept = [(os.open(path, os.O_PATH), path, writable) for entries in hides.values()
             for path, writable in entries]  # opened before anything is hidden
     try:
-        _set_read_only("/", recursive=True)
+        set_read_only("/", recursive=True)
         for folder in sorted(hides, key=lambda p: len(p.parts)):
-            _mount("tmpfs", str(folder), "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
+            mount("tmpfs", str(folder), "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
         for fd, path, writable in kept:
             path.parent.mkdir(parents=True, exist_ok=True)
             if path.is_dir() or os.path.isdir(f"/proc/self/fd/{fd}"):
                 path.mkdir(exist_ok=True)
             else:
                 path.touch()
-            _mount(f"/proc/self/fd/{fd}", str(path), None, MS_BIND)
-            _set_read_only(str(path), recursive=False, read_only=not writable)
+            mount(f"/proc/self/fd/{fd}", str(path), None, MS_BIND)
+            set_read_only(str(path), recursive=False, read_only=not writable)
         for folder in hides:
-            _set_read_only(str(folder), recursive=False)
+            set_read_only(str(folder), recursive=False)
     finally:
         for fd, _, _ in kept:
             os.close(fd)
@@ -266,63 +273,16 @@ def _private_home(scratch: Path) -> None:
 
 def _become_nobody() -> None:
     for cap in range(64):  # the bounding set: nothing can be regained, even through an exec
-        if _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() != errno.EINVAL:
+        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() != errno.EINVAL:
             raise SandboxError(ctypes.get_errno(), f"dropping capability {cap}")
     os.setgroups([])
     os.setresgid(NOBODY, NOBODY, NOBODY)
     os.setresuid(NOBODY, NOBODY, NOBODY)  # clears the permitted and effective capabilities
-    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
-    _check(_libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL), "prctl(PDEATHSIG)")  # a uid change clears it
-    _check(_libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), "prctl(DUMPABLE)")  # else /proc/self is root's
-    if os.getuid() != NOBODY or _effective_caps() != 0:
+    check_call(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
+    check_call(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL), "prctl(PDEATHSIG)")  # a uid change clears it
+    check_call(libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), "prctl(DUMPABLE)")  # else /proc/self is root's
+    if os.getuid() != NOBODY or effective_caps() != 0:
         raise SandboxError(errno.EPERM, "still privileged after dropping to nobody")
-
-
-def _effective_caps() -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("CapEff:"):
-            return int(line.split()[1], 16)
-    return -1
-
-
-def _children_of(pid: int) -> list[int]:
-    """Children of every thread of `pid` (none once it is gone)."""
-    children = []
-    try:
-        for task in os.scandir(f"/proc/{pid}/task"):
-            try:
-                children += [int(c) for c in Path(task.path, "children").read_text().split()]
-            except OSError:
-                pass
-    except OSError:
-        pass
-    return children
-
-
-def _state(pid: int) -> str:
-    """The process's state letter (R, S, Z, ...), '' when it is gone."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return ""
-
-
-def tasks_of(uid: int) -> int:
-    """Threads of every process whose real user is `uid`: what RLIMIT_NPROC counts for it (Linux
-    counts tasks, threads included, per real user id, machine-wide). Read in the worker, which
-    sees the host's /proc (a job in a PID namespace sees only its own)."""
-    count = 0
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            status = Path(entry.path, "status").read_text()
-        except OSError:
-            continue  # gone meanwhile
-        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-        if int(fields["Uid"].split()[0]) == uid:
-            count += int(fields.get("Threads", "1"))
-    return count
 
 
 # ------------------------------------------------------------------------------------------------
@@ -409,7 +369,7 @@ def leaks(levels: list[str], base: Path) -> str:
         for outside in (base / "ref" / "x", Path("/tmp/mtmc-probe-x"), Path(__file__).with_name(".probe-x")):
             if _can_write(outside):
                 return f"{outside} is writable"
-    if "nobody" in levels and (os.getuid() != NOBODY or _effective_caps() != 0):
+    if "nobody" in levels and (os.getuid() != NOBODY or effective_caps() != 0):
         return "still privileged"
     try:
         Path(os.__file__).read_bytes()  # the standard library (lazy imports) stays readable
@@ -432,26 +392,3 @@ def _can_write(path: Path) -> bool:
     path.unlink()
     return True
 
-
-# ------------------------------------------------------------------------------------------------
-# system calls
-# ------------------------------------------------------------------------------------------------
-def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
-    args = [None if value is None else value.encode() for value in (source, target, fstype)]
-    options = None if data is None else data.encode()
-    _check(_libc.mount(*args, ctypes.c_ulong(flags), options), f"mount {target}")
-
-
-def _set_read_only(path: str, recursive: bool, read_only: bool = True) -> None:
-    attr = _MountAttr(attr_set=MOUNT_ATTR_RDONLY if read_only else 0,
-                      attr_clr=0 if read_only else MOUNT_ATTR_RDONLY)
-    flags = AT_RECURSIVE if recursive else 0
-    result = _libc.syscall(SYS_MOUNT_SETATTR, AT_FDCWD, path.encode(), flags, ctypes.byref(attr),
-                           ctypes.sizeof(attr))
-    _check(result, f"mount_setattr {path}")
-
-
-def _check(result: int, what: str) -> None:
-    if result != 0:
-        code = ctypes.get_errno()
-        raise SandboxError(code, f"{what}: {os.strerror(code)}")

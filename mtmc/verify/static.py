@@ -8,21 +8,31 @@ Names are resolved through the candidate's own imports (`import torch.nn.functio
 `F.softmax` mean `torch.nn.functional.softmax`) and then looked up on the real, trusted modules,
 so "is this torch function compute or glue" is answered by what the object is, not by a list of
 spellings. Rules inside `@triton.jit` functions are relaxed where Triton has its own meaning
-(`x.sum()` on a Triton block is kernel code).
+(`x.sum()` on a Triton block is kernel code). The rule tables are static_rules.py's.
 """
 
 from __future__ import annotations
 
 import ast
-import importlib
 import types
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 
 from mtmc.verify.policy import ALLOWED_IMPORTS, GLUE_TORCH_FUNCTIONS, NN_CONTAINERS, allowed_api
 from mtmc.verify.static_launch import LaunchRules
+from mtmc.verify.static_rules import (
+    ALLOWED_TRITON,
+    COMPUTE_METHODS,
+    FORBIDDEN_ATTRIBUTES,
+    FORBIDDEN_BUILTINS,
+    FORBIDDEN_FUNCTOOLS,
+    FORBIDDEN_TORCH,
+    TORCH_GLOBAL,
+    forbidden_reach,
+    is_self,
+    lookup,
+)
 
 
 @dataclass(frozen=True)
@@ -47,104 +57,6 @@ class StaticReport:
     @property
     def syntax_error(self) -> bool:
         return any(v.rule == "syntax" for v in self.violations)
-
-
-# Builtins that read or rewrite the interpreter, the file system or the grader.
-FORBIDDEN_BUILTINS = {
-    "eval": "eval runs code the checker never saw",
-    "exec": "exec runs code the checker never saw",
-    "compile": "compile builds code the checker never saw",
-    "__import__": "__import__ imports outside the allow-list",
-    "open": "file access is not allowed (the harness and its data are off limits)",
-    "globals": "globals() reaches the module namespace", "locals": "locals() reaches frames",
-    "vars": "vars() reaches object namespaces",
-    "getattr": "getattr with a computed name hides what is accessed",
-    "setattr": "setattr can monkey-patch modules", "delattr": "delattr can monkey-patch modules",
-    "id": "id() keys result caches on object identity (S11)",
-    "hash": "hash() keys result caches on object identity (S11)",
-    "memoryview": "memoryview reads raw memory", "input": "no interaction", "breakpoint": "no debugger",
-    "exit": "the candidate may not end the process", "quit": "the candidate may not end the process",
-    "help": "no interaction",
-}
-
-# Attribute names that are forbidden on any object: raw pointers/storage (caching by address,
-# S11), host copies (compute outside kernels), stream/timer control (T1, T3), hooks (deferred work).
-FORBIDDEN_ATTRIBUTES = {
-    "data_ptr": "data_ptr() keys result caches on addresses (S11)",
-    "untyped_storage": "raw storage access", "storage": "raw storage access",
-    "tolist": "moving tensors to Python computes outside any kernel",
-    "numpy": "moving tensors to numpy computes outside any kernel",
-    "record_stream": "stream control belongs to the harness (T1)",
-    "wait_stream": "stream control belongs to the harness (T1)",
-    "synchronize": "synchronisation belongs to the harness (T1/T3)",
-    "elapsed_time": "timers belong to the harness (T3)",
-    "perf_counter": "timers belong to the harness (T3)",
-    "perf_counter_ns": "timers belong to the harness (T3)",
-    "register_forward_hook": "hooks can defer work outside the timed call",
-    "register_forward_pre_hook": "hooks can defer work outside the timed call",
-}
-# Modules no candidate may reach, under any spelling: an attribute of this name on any object
-# (`typing.sys`, `dataclasses.inspect`, `F.np`) is refused, and so is any chain that resolves to one.
-FORBIDDEN_MODULES = frozenset({"sys", "os", "inspect", "gc", "ctypes", "operator", "builtins", "importlib",
-                               "threading", "subprocess", "socket", "numpy", "np", "multiprocessing",
-                               "signal", "types", "_thread", "concurrent", "asyncio", "io", "pickle",
-                               "marshal", "weakref", "code", "codeop", "runpy", "pathlib", "shutil"})
-for _name in FORBIDDEN_MODULES - {"numpy"}:
-    FORBIDDEN_ATTRIBUTES[_name] = "reaches a module outside the import allow-list"
-# Frame, code and traceback internals: reading the harness's frames (S19).
-for _name in ("f_globals", "f_locals", "f_back", "f_builtins", "f_code", "gi_frame", "cr_frame", "ag_frame",
-              "tb_frame", "tb_next", "gi_code", "co_consts", "co_code"):
-    FORBIDDEN_ATTRIBUTES[_name] = "frame and code internals reach the harness (S19)"
-# The roots a resolved chain may stay inside; a module object outside them is a forbidden reach.
-ALLOWED_MODULE_ROOTS = frozenset({"torch", "triton", "math", "typing", "functools", "itertools",
-                                  "dataclasses", "__future__"})
-
-# Tensor methods that compute. Receivers are untyped in the AST, so this applies outside Triton
-# kernels only; the runtime census (proof.py) is exact where this is a guess.
-COMPUTE_METHODS = frozenset({
-    "matmul", "mm", "bmm", "addmm", "baddbmm", "mv", "dot", "einsum", "softmax", "log_softmax",
-    "sum", "mean", "prod", "exp", "exp2", "log", "log2", "log1p", "expm1", "sqrt", "rsqrt", "sigmoid",
-    "tanh", "relu", "gelu", "silu", "norm", "var", "std", "cumsum", "cumprod", "logsumexp", "amax",
-    "amin", "max", "min", "argmax", "argmin", "topk", "sort", "clamp", "clip", "abs", "pow", "add",
-    "sub", "mul", "div", "neg", "reciprocal", "maximum", "minimum", "where", "masked_fill",
-    "layer_norm", "erf", "sin", "cos", "square", "lerp", "addcmul", "addcdiv",
-    "conv1d", "conv2d", "conv3d", "linear",
-})
-
-# Prefixes of torch that a candidate never needs, with the reason it is refused.
-_TORCH_STREAM = "CUDA streams, events and synchronisation belong to the harness (T1/T3)"
-_TORCH_GLOBAL = "global PyTorch settings (precision, threads, seeds) are not the candidate's to change"
-FORBIDDEN_TORCH = {
-    "torch.compile": "torch.compile generates the kernels for you (S1)",
-    "torch.compiler": "torch.compile generates the kernels for you (S1)",
-    "torch.jit": "TorchScript is not Triton", "torch.ops": "torch.ops reaches vendor kernels directly (S1)",
-    "torch.library": "custom op registration is not allowed",
-    "torch.utils": "torch.utils reaches compilers, hooks and C++ extensions",
-    "torch.cuda.Stream": _TORCH_STREAM, "torch.cuda.stream": _TORCH_STREAM,
-    "torch.cuda.ExternalStream": _TORCH_STREAM, "torch.cuda.Event": _TORCH_STREAM,
-    "torch.cuda.synchronize": _TORCH_STREAM, "torch.cuda.set_stream": _TORCH_STREAM,
-    "torch.cuda.current_stream": _TORCH_STREAM, "torch.cuda.default_stream": _TORCH_STREAM,
-    "torch.cuda.graph": _TORCH_STREAM, "torch.cuda.graphs": _TORCH_STREAM,
-    "torch.cuda.CUDAGraph": _TORCH_STREAM, "torch.cuda.make_graphed_callables": _TORCH_STREAM,
-    "torch.cuda.nvtx": _TORCH_STREAM, "torch.cuda.profiler": _TORCH_STREAM,
-    "torch.cuda.cudart": _TORCH_STREAM, "torch.cuda.jiterator": "jiterator compiles kernels outside Triton",
-    "torch.Stream": _TORCH_STREAM, "torch.Event": _TORCH_STREAM, "torch.accelerator": _TORCH_STREAM,
-    "torch.cpu": _TORCH_STREAM, "torch.backends": _TORCH_GLOBAL, "torch.manual_seed": _TORCH_GLOBAL,
-    "torch.seed": _TORCH_GLOBAL, "torch.random": _TORCH_GLOBAL,
-    "torch.use_deterministic_algorithms": _TORCH_GLOBAL,
-    "torch.profiler": "the profiler belongs to the harness", "torch.autograd": "autograd internals",
-    "torch.distributed": "no distributed work", "torch.multiprocessing": "no processes",
-    "torch.hub": "no downloads", "torch.load": "no file access", "torch.save": "no file access",
-    "torch.from_file": "no file access", "torch.classes": "no custom classes", "torch.fx": "no tracing",
-    "torch.export": "no tracing", "torch.overrides": "no dispatch overrides", "torch.func": "no transforms",
-    "torch.testing": "the grader's tools are off limits", "torch.package": "no packaging",
-}
-
-# Triton: kernels and their launch helpers only; the runtime, compiler, knobs, testing and
-# profiler modules are where the launch hooks and timers live.
-ALLOWED_TRITON = {"jit", "autotune", "heuristics", "Config", "cdiv", "next_power_of_2", "language",
-                  "constexpr", "constexpr_function", "must_use_result", "tools"}
-FORBIDDEN_FUNCTOOLS = {"lru_cache": "result caching (S11)", "cache": "result caching (S11)"}
 
 
 def check_source(source: str, library_ops: tuple[str, ...] | list[str] = ()) -> StaticReport:
@@ -289,7 +201,7 @@ class _Checker(ast.NodeVisitor):
         if isinstance(base, ast.Name) and base.id in self.classes:
             return  # a class of this file: its own bases are checked where it is defined
         dotted = self._resolve(base)
-        obj = _lookup(dotted) if dotted else None
+        obj = lookup(dotted) if dotted else None
         if isinstance(obj, type) and issubclass(obj, torch.Tensor):
             self._flag(node.lineno, "class", f"`{node.name}` subclasses {dotted}: tensor subclasses can "
                        "fake or defer outputs (S13)")
@@ -314,12 +226,12 @@ class _Checker(ast.NodeVisitor):
         for sub in ast.walk(node):
             if not (isinstance(sub, ast.Assign) and isinstance(sub.value, ast.Call)):
                 continue
-            obj = _lookup(self._resolve(sub.value.func) or "")
+            obj = lookup(self._resolve(sub.value.func) or "")
             is_module = isinstance(obj, type) and issubclass(obj, torch.nn.Module)
             if not is_module or obj.__name__ in NN_CONTAINERS:
                 continue
             for target in sub.targets:
-                if isinstance(target, ast.Attribute) and _is_self(target.value):
+                if isinstance(target, ast.Attribute) and is_self(target.value):
                     layers[target.attr] = obj.__name__
         return layers
 
@@ -348,7 +260,7 @@ class _Checker(ast.NodeVisitor):
         if attr.startswith("__") and attr.endswith("__"):
             if attr != "__init__":
                 self._flag(line, "dunder", f"`.{attr}` reaches interpreter internals")
-        elif attr.startswith("_") and not _is_self(node.value):
+        elif attr.startswith("_") and not is_self(node.value):
             self._flag(line, "private", f"`.{attr}`: private attributes of other objects are off limits")
         if attr in FORBIDDEN_ATTRIBUTES:
             self._flag(line, "attribute", f"`.{attr}`: {FORBIDDEN_ATTRIBUTES[attr]}")
@@ -360,7 +272,7 @@ class _Checker(ast.NodeVisitor):
         or `[torch][0]` would hide from these checks which function is finally called."""
         if id(node) in self._attr_bases:
             return
-        if isinstance(_lookup(dotted), types.ModuleType):
+        if isinstance(lookup(dotted), types.ModuleType):
             self._flag(node.lineno, "alias", f"`{dotted}` used as a value: aliases of a module hide which "
                        "function is called; use it through its attributes")
 
@@ -368,7 +280,7 @@ class _Checker(ast.NodeVisitor):
         func = node.func
         if isinstance(func, ast.Name) and func.id == "type" and len(node.args) > 1:
             self._flag(node.lineno, "class", "type() with bases builds a class the checker never saw (S13)")
-        if (isinstance(func, ast.Attribute) and not self._in_kernel and not _is_self(func.value)
+        if (isinstance(func, ast.Attribute) and not self._in_kernel and not is_self(func.value)
                 and self._method != "__init__" and self._resolve(func) is None):
             method = func.attr.rstrip("_")
             if method in COMPUTE_METHODS and method not in self.library_api:
@@ -376,7 +288,7 @@ class _Checker(ast.NodeVisitor):
                            f"Triton kernel (S1){self._library_hint()}")
         if (self._method and self._method != "__init__" and isinstance(func, ast.Attribute)):
             holder = func.value if func.attr == "forward" else func
-            if isinstance(holder, ast.Attribute) and _is_self(holder.value) and holder.attr in self._layers:
+            if isinstance(holder, ast.Attribute) and is_self(holder.value) and holder.attr in self._layers:
                 layer = self._layers[holder.attr]
                 if layer not in self.library_api:
                     self._flag(node.lineno, "library", f"calls nn.{layer} (self.{holder.attr}) in "
@@ -441,7 +353,7 @@ class _Checker(ast.NodeVisitor):
         if any(p.startswith("_") for p in parts[1:]):
             self._flag(line, root, f"`{dotted}`: private internals are off limits (S1/S16)")
             return
-        reached = _forbidden_reach(dotted)
+        reached = forbidden_reach(dotted)
         if reached:
             self._flag(line, "module", f"`{dotted}` reaches module `{reached}`, which a candidate may not "
                        "use (only torch, triton and pure-Python helpers are allowed)")
@@ -460,9 +372,9 @@ class _Checker(ast.NodeVisitor):
                 return
         leaf = dotted.rsplit(".", 1)[-1]
         if leaf.startswith("set_"):
-            self._flag(line, "torch", f"`{dotted}`: {_TORCH_GLOBAL}")
+            self._flag(line, "torch", f"`{dotted}`: {TORCH_GLOBAL}")
             return
-        obj = _lookup(dotted)
+        obj = lookup(dotted)
         if self._method == "__init__" and called:
             return  # __init__ builds parameters (randn, weight transforms); only forward must be Triton
         if obj is None or isinstance(obj, type) or not callable(obj):
@@ -485,44 +397,3 @@ class _Checker(ast.NodeVisitor):
         allowed = sorted(self.library_ops)
         return f"; this task allows only: {', '.join(allowed)}" if allowed else \
             "; this task allows no vendor library calls"
-
-
-def _is_self(node: ast.expr) -> bool:
-    return isinstance(node, ast.Name) and node.id in {"self", "cls"}
-
-
-def _forbidden_reach(dotted: str) -> str | None:
-    """The first module outside the allowed roots that a chain passes through, or None."""
-    parts = dotted.split(".")
-    if parts[0] not in ALLOWED_MODULE_ROOTS:
-        return None  # an import outside the allow-list: flagged where it is imported
-    for i in range(2, len(parts) + 1):
-        obj = _lookup(".".join(parts[:i]))
-        if isinstance(obj, types.ModuleType) and obj.__name__.split(".")[0] not in ALLOWED_MODULE_ROOTS:
-            return obj.__name__
-        if callable(obj) and getattr(obj, "__module__", None) == "builtins" \
-                and getattr(obj, "__name__", "") in FORBIDDEN_BUILTINS:
-            return f"builtins ({obj.__name__})"
-    return None
-
-
-def _lookup(dotted: str) -> Any:
-    """The real object a dotted name means, from trusted modules only; None when unknown."""
-    parts = dotted.split(".")
-    if parts[0] not in {"torch", "triton", "math", "typing", "functools", "itertools", "dataclasses"}:
-        return None
-    try:
-        obj: Any = importlib.import_module(parts[0])
-    except ImportError:
-        return None
-    for i, part in enumerate(parts[1:], start=1):
-        try:
-            obj = getattr(obj, part)
-            continue
-        except Exception:  # absent, or a property that fails here (triton.runtime.driver.active)
-            pass
-        try:  # a submodule not imported yet (torch.nn.init)
-            obj = importlib.import_module(".".join(parts[: i + 1]))
-        except ImportError:
-            return None
-    return obj

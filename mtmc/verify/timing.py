@@ -127,21 +127,8 @@ def time_calls(calls: dict[str, Call], input_sets: list[list[torch.Tensor]],
         k = rep % len(input_sets)
         for name, call in calls.items():
             load(k)
-            flush.zero_()
-            torch.cuda.synchronize()
-            slept, start, end, synced, idle = (torch.cuda.Event(enable_timing=True) for _ in range(5))
-            host_start = time.perf_counter()
-            if sleep_cycles[name]:
-                slept.record()
-                torch.cuda._sleep(sleep_cycles[name])
-            start.record()
-            outputs = call(buffers)
-            end.record()
-            enqueue_ms = 1e3 * (time.perf_counter() - host_start)
-            torch.cuda.synchronize()
-            synced.record()
-            torch.cuda.synchronize()
-            idle.record()
+            outputs, (slept, start, end, synced, idle), enqueue_ms = _timed_call(
+                call, buffers, flush, sleep_cycles[name])
             _check_output(results[name], outputs, expected.get(name), alive[name], k, exact)
             cycles = sleep_cycles[name]
             if cycles and cycles < MAX_SLEEP_CYCLES and slept.elapsed_time(start) < enqueue_ms:
@@ -155,6 +142,38 @@ def time_calls(calls: dict[str, Call], input_sets: list[list[torch.Tensor]],
             break
     torch.cuda.synchronize()
     wall_ms = 1e3 * (time.perf_counter() - wall_start)
+    events_ms = _summarize_all(results, events)
+    return {"timings": {name: t.__dict__ for name, t in results.items()}, "events_ms": events_ms,
+            "wall_ms": wall_ms, "threads_started": threading.active_count() - threads_before,
+            "sleep_cycles": sleep_cycles}
+
+
+def _timed_call(call: Call, buffers: list[torch.Tensor], flush: torch.Tensor,
+                cycles: int) -> tuple[Any, tuple[torch.cuda.Event, ...], float]:
+    """One timed call on the loaded buffers, L2 flushed first: its outputs, its events (slept,
+    start, end, synced, idle) and the host's enqueue time in ms. With `cycles`, a GPU sleep before
+    the start event hides the host's launch overhead (see the module docstring)."""
+    flush.zero_()
+    torch.cuda.synchronize()
+    slept, start, end, synced, idle = (torch.cuda.Event(enable_timing=True) for _ in range(5))
+    host_start = time.perf_counter()
+    if cycles:
+        slept.record()
+        torch.cuda._sleep(cycles)
+    start.record()
+    outputs = call(buffers)
+    end.record()
+    enqueue_ms = 1e3 * (time.perf_counter() - host_start)
+    torch.cuda.synchronize()
+    synced.record()
+    torch.cuda.synchronize()
+    idle.record()
+    return outputs, (slept, start, end, synced, idle), enqueue_ms
+
+
+def _summarize_all(results: dict[str, Timing],
+                   events: dict[str, list[tuple[torch.cuda.Event, ...]]]) -> float:
+    """Each callable's Timing from its kept events; returns the sum of every event time (ms)."""
     events_ms = 0.0
     for name, records in events.items():
         measured = [_measure(record) for record in records]
@@ -162,9 +181,7 @@ def time_calls(calls: dict[str, Call], input_sets: list[list[torch.Tensor]],
         events_ms += sum(times)
         _summarize(results[name], times)
         results[name].side_work = sum(side for _, side in measured)
-    return {"timings": {name: t.__dict__ for name, t in results.items()}, "events_ms": events_ms,
-            "wall_ms": wall_ms, "threads_started": threading.active_count() - threads_before,
-            "sleep_cycles": sleep_cycles}
+    return events_ms
 
 
 def _measure(record: tuple[torch.cuda.Event, ...]) -> tuple[float, bool]:

@@ -61,7 +61,7 @@ def test_broken_task_raises(verifier):
         verifier.verify(broken, honest_softmax()[1])
 
 
-def test_make_verifier_picks_backend_and_drops_foreign_arguments(monkeypatch):
+def test_make_verifier_picks_backend_and_refuses_foreign_arguments(monkeypatch):
     made = {}
 
     class Fake:
@@ -70,8 +70,16 @@ def test_make_verifier_picks_backend_and_drops_foreign_arguments(monkeypatch):
 
     monkeypatch.setattr(verifier_module, "InterpreterVerifier", Fake)
     monkeypatch.setattr(verifier_module.torch.cuda, "is_available", lambda: False)
-    assert isinstance(make_verifier("auto", seeds=5, triton_share_min=0.7), Fake)
+    assert isinstance(make_verifier("auto", seeds=5), Fake)
     assert made == {"seeds": 5, "timeout_s": 1.0}
+    made.clear()
+    with pytest.raises(TypeError) as info:  # a GPU setting on the CPU backend: not silently dropped
+        make_verifier("auto", seeds=5, triton_share_min=0.7, floor_margin=0.5)
+    assert str(info.value) == ("make_verifier: the interpreter backend (Fake) takes no floor_margin, "
+                               "triton_share_min; it takes seeds, timeout_s")
+    assert not made
+    with pytest.raises(ValueError, match="backend='gpu': choose auto, local, interpreter"):
+        make_verifier("gpu")
 
 
 def test_gpu_rule_refuses_foreign_device_kernels_unless_the_task_allows_a_library():

@@ -1,0 +1,134 @@
+"""A case inside a verifier child: its inputs regenerated from their seeds, its models built as
+the reference's were, and the plain forms outputs travel in. Shared by the jobs of child.py and
+trusted_jobs.py; no candidate code runs here."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from mtmc.tasks.task import Task
+
+
+class OpNames(TorchDispatchMode):
+    """The aten ops a forward runs. `aten::convolution` is where every conv and transposed conv
+    (1d/2d/3d, module or functional) lands, the op cuDNN runs on TF32 by default."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: set[str] = set()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.names.add(func._schema.name)
+        return func(*args, **(kwargs or {}))
+
+
+def case_inputs(task: Task, case: dict[str, Any], device: str) -> list[Any]:
+    """The case's inputs from its seed, made on `device` (GPU random numbers are fast to draw)."""
+    with torch.device(device):
+        return to_device(task.make_inputs(case["input_seed"], case["sizes"]), device)
+
+
+def fingerprint(inputs: list[Any]) -> list[Any]:
+    """Shape, dtype and float64 sum of each tensor: regenerated inputs must match the reference's."""
+    return [[list(t.shape), str(t.dtype), float(t.sum(dtype=torch.float64))] if isinstance(t, torch.Tensor)
+            else repr(t) for t in inputs]
+
+
+def load_inputs(inputs_path: str, device: str, timing_only: bool = False) -> dict[str, Any]:
+    """The saved cases with their inputs regenerated (all, or the timing sets'), checked against the
+    reference's fingerprints. Runs before any candidate code is imported, so the inputs are pristine."""
+    data = torch.load(inputs_path, weights_only=True)
+    task = Task(name=data["task_name"], source=data["task_source"])
+    for index, case in enumerate(data["cases"]):
+        if timing_only and index not in data["timing"]["sets"]:
+            continue
+        case["inputs"] = case_inputs(task, case, device)
+        if fingerprint(case["inputs"]) != case["fingerprint"]:
+            raise RuntimeError(f"{task.name}: inputs for seed {case['input_seed']} differ from the "
+                               "reference's (get_inputs is not deterministic for a seed); cannot verify")
+    return data
+
+
+def precise_reference() -> None:
+    # The reference is the truth the candidate is held to: no TF32 shortcuts inside it.
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+
+
+def default_backend_flags() -> dict[str, bool]:
+    """PyTorch's default precision flags, the ones a user's eager and torch.compile code runs
+    with: cuDNN convolutions on TF32, matmuls strict fp32. The baselines are timed with them (a
+    fp32 conv kernel may use TF32 as eager's does: correctness.py); returns them as set."""
+    torch.backends.cudnn.allow_tf32 = True
+    torch.backends.cuda.matmul.allow_tf32 = False
+    return {"cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
+            "cuda.matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32}
+
+
+def reference_model(task: Task, case: dict[str, Any], device: str) -> torch.nn.Module:
+    return task.make_model(case["model_seed"], case["sizes"]).to(device)
+
+
+def candidate_model(module: Any, case: dict[str, Any], device: str) -> torch.nn.Module:
+    """ModelNew built as the reference's Model was for `case` (same seed, same init inputs)."""
+    torch.manual_seed(case["model_seed"])
+    return module.ModelNew(*case["init_inputs"]).to(device)
+
+
+def fresh_copy(inputs: list[Any]) -> list[Any]:
+    """The inputs with every tensor cloned: the candidate never touches the pristine ones."""
+    return [t.clone() if isinstance(t, torch.Tensor) else t for t in inputs]
+
+
+@contextlib.contextmanager
+def sized(module: Any, sizes: dict[str, Any]) -> Iterator[None]:
+    """The case's sizes override the candidate's module constants of the same names, as they
+    override the task's for the reference (a CPU case may change `dtype`)."""
+    saved = {key: getattr(module, key) for key in sizes if hasattr(module, key)}
+    for key in saved:
+        setattr(module, key, sizes[key])
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            setattr(module, key, value)
+
+
+def poison(out_meta: list[list[Any]], device: str) -> None:
+    """Fill freed blocks of the outputs' sizes with NaN, so that outputs never written show (S6).
+
+    On a GPU the caching allocator hands the same block to the next allocation of that size, so
+    this is exact. On the CPU, malloc is not a cache: several freed copies coalesce into one NaN
+    region the next allocation is likely carved from; best effort (unwritten memory is garbage
+    there anyway, and the reference never ran in this process for an output to land on)."""
+    copies = 1 if device == "cuda" else 4  # GPU outputs can be GBs: one block is enough there
+    blocks = []
+    for shape, dtype_name in out_meta:
+        dtype = getattr(torch, dtype_name.removeprefix("torch."))
+        for _ in range(copies):
+            block = torch.empty(shape, dtype=dtype, device=device)
+            block.fill_(float("nan") if block.is_floating_point() else 0x5A)
+            blocks.append(block)
+    del blocks
+
+
+def run_forward(model: torch.nn.Module, inputs: list[Any]) -> Any:
+    with torch.no_grad():
+        return model(*inputs)
+
+
+def output_kind(raw: Any) -> str:
+    return "tuple" if isinstance(raw, tuple) else "list" if isinstance(raw, list) else "single"
+
+
+def as_list(raw: Any) -> list[Any]:
+    return list(raw) if isinstance(raw, tuple | list) else [raw]
+
+
+def to_device(values: list[Any], device: str) -> list[Any]:
+    return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]

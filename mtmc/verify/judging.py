@@ -1,0 +1,203 @@
+"""The judging rules: what the main process concludes from a candidate child's report, against
+the reference's outputs. Plain functions of the report (no worker, no device), each returning the
+message of a rejection or '' (or, for correctness, the verdict), so each rule is tested on a report
+built by hand. The order the engine applies them in is engine.py's `Engine._judge_run`."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from mtmc.tasks import Task
+from mtmc.verify.correctness import Comparison, compare_case, compare_outputs, compare_runs, eager_precision
+from mtmc.verify.policy import HOST_READ_ATEN_OPS
+from mtmc.verify.static import StaticReport
+from mtmc.verify.verdict import Status, Verdict
+
+
+@dataclass
+class Reference:
+    """The reference's side of every verdict on a task: the cases, their expected outputs (only
+    ever in the main process) and the inputs file the candidate regenerates its inputs from."""
+
+    cases: list[dict[str, Any]]
+    expected: list[dict[str, Any]]
+    timing_expected: list[list[torch.Tensor] | None] | None  # None: equal to that case's expected
+    inputs_path: str
+    timing_sets: list[int] | None = None  # the cases whose inputs are timed (on a GPU: the first size's)
+    flags: list[str] = field(default_factory=list)  # what every verdict on this reference carries
+    convolves: bool = False  # the reference computes a convolution: eager runs it on TF32 (correctness.py)
+
+    @property
+    def nbytes(self) -> int:
+        sets = [e["outputs"] for e in self.expected]
+        sets += [t for t in self.timing_expected or [] if t is not None]
+        return sum(t.nbytes for outputs in sets for t in outputs)
+
+
+def run_problem(task: Task, reference: Reference, result: dict[str, Any]) -> str:
+    """What the candidate's process reported against the rules, before any output is compared:
+    tampering, threads, decoys, host exits and reads, PyTorch compute. The message of the
+    rejection, or ''."""
+    launches = result["launches"]
+    if len(result["cases"]) != len(reference.cases):
+        return (f"the candidate's process returned results for {len(result['cases'])} of "
+                f"{len(reference.cases)} cases: the harness was tampered with (T3/S19)")
+    if result["tampered"]:
+        return f"the candidate replaced {', '.join(result['tampered'])}: monkey-patching the harness (T3/S19)"
+    if result["threads_started"] > 0:
+        return (f"the candidate left {result['threads_started']} thread(s) running: "
+                "work outside the measured call (T2)")
+    tampering = instrument_problem(result)
+    if tampering:
+        return tampering
+    for case, got in zip(reference.cases, result["cases"], strict=True):
+        if 0 in got["launches"]:
+            kernels = ", ".join(launches) or "none"
+            return (f"{case_label(case)}: forward launched none of the candidate's Triton "
+                    f"kernels (launched over all cases: {kernels}): decoy kernel (S2)")
+    # The forwards after the cases (state check; on a GPU, profile and timing) ran under the
+    # census too: the same rules hold for them.
+    others = result["other_calls"]
+    if others["without_launches"]:
+        return (f"{others['without_launches']} of {others['calls']} forward calls "
+                "after the checked cases (state check, profile, timing) launched none of the "
+                "candidate's Triton kernels: decoy kernel (S2)")
+    return compute_problem(task, result)
+
+
+def compute_problem(task: Task, result: dict[str, Any]) -> str:
+    """Work outside the candidate's kernels, over every censused forward: data moved to the host,
+    tensor values read into Python, PyTorch compute. The message of the rejection, or ''."""
+    others = result["other_calls"]
+    foreign, exits = Counter(others["foreign_ops"]), Counter(others["host_exits"])
+    for got in result["cases"]:
+        foreign.update(got["foreign_ops"])
+        exits.update(got.get("host_exits") or {})
+    if exits:
+        moved = ", ".join(f"{name}() x{n}" for name, n in exits.most_common())
+        return (f"forward moved tensor data to the host ({moved}): host compute "
+                "(numpy, Python lists) outside any kernel (S1/S3)")
+    reads = {op: n for op, n in foreign.items() if op in HOST_READ_ATEN_OPS}
+    if reads:
+        ops = ", ".join(f"aten.{op} x{n}" for op, n in reads.items())
+        return (f"forward read tensor values into Python ({ops}: .item(), float(t), "
+                "int(t), bool(t) or `if t:`): host logic keyed on the data, such as a result "
+                "cache keyed on the input's contents (S11)")
+    if foreign:
+        ops = ", ".join(f"aten.{op} x{n}" for op, n in foreign.most_common())
+        return (f"forward ran PyTorch compute outside Triton kernels: {ops} (S1/S3). "
+                f"Allowed: glue ops (allocation, views, copies, casts, cat) and the task's "
+                f"library ops {list(task.library_ops) or '(none)'}")
+    return ""
+
+
+def judge_correctness(task: Task, report: StaticReport, reference: Reference, result: dict[str, Any],
+                      verdict: Verdict, device_type: str) -> Verdict:
+    """Every case against the reference, then its repeats against its first call (the worst
+    errors and every flag recorded); the message counts what was checked."""
+    meta = eager_precision(task.meta, reference.convolves)
+    worst = Comparison(True)
+    flags: list[str] = []
+    for case, expected, got in zip(reference.cases, reference.expected, result["cases"], strict=True):
+        label = case_label(case)
+        checks = [compare_case(expected, got, meta, device_type, label)]
+        if checks[0].ok:
+            checks.append(compare_runs(got["outputs"], got["second_outputs"], got["deterministic"],
+                                       report.uses_atomics, expected["outputs"], meta, label))
+        for check in checks:
+            worst.max_abs_error = max(worst.max_abs_error, check.max_abs_error)
+            worst.rel_error = max(worst.rel_error, check.rel_error)
+            flags += [f for f in check.flags if f not in flags]
+            if not check.ok:
+                verdict.status, verdict.message = Status.INCORRECT, check.message
+                break
+        if not verdict.ok:
+            break
+    verdict.max_abs_error, verdict.rel_error = worst.max_abs_error, worst.rel_error
+    verdict.flags += flags
+    if verdict.ok:
+        seeds = Counter(repr(c["sizes"]) for c in reference.cases).values()
+        same = min(seeds) == max(seeds)
+        per_size = f"x {max(seeds)} seeds" if same else "seeds " + "+".join(map(str, seeds))
+        kernels = ", ".join(f"{k} x{n}" for k, n in result["launches"].items())
+        verdict.message = (f"correct on {len(reference.cases)} cases ({len(seeds)} size(s) {per_size}); "
+                           f"launches: {kernels}")
+    return verdict
+
+
+def case_label(case: dict[str, Any]) -> str:
+    sizes = ", ".join(f"{k}={v}" for k, v in case["sizes"].items()) or "file sizes"
+    return f"case [{sizes}; seed {case['model_seed']}]"
+
+
+def violations(report: StaticReport) -> str:
+    return "\n".join(str(v) for v in report.violations)
+
+
+def reject(verdict: Verdict, message: str) -> Verdict:
+    verdict.status, verdict.message = Status.REJECTED, message
+    return verdict
+
+
+def instrument_problem(result: dict[str, Any]) -> str:
+    """Tampering with the proof-of-work instruments in the candidate's process, or work they cannot
+    see (another thread): the message of the rejection, or ''."""
+    if result.get("counter_forged"):
+        return ("the launch counter's counts do not match its own tally: launches were forged "
+                "(tampering with the verifier, S2/T3)")
+    if result.get("threads_spawned"):
+        return (f"the candidate's code started {result['threads_spawned']} thread(s): work on another "
+                "thread is invisible to the op census (T2)")
+    calls = [*result["cases"], result["other_calls"]]
+    broken = next((c["census_broken"] for c in calls if c.get("census_broken")), "")
+    if broken:
+        return f"{broken}: tampering with the verifier (T3/S19)"
+    return ""
+
+
+def timing_outputs_problem(task: Task, reference: Reference, result: dict[str, Any]) -> str:
+    """The untimed outputs on each timing set against the reference. A set the reference child
+    found equal to its case's expected outputs (None), and the candidate child found equal to its
+    own outputs for that case (None), is the case's check again: nothing left to compare."""
+    timing_sets = reference.timing_sets or []
+    if len(result["timing_outputs"]) != len(timing_sets):
+        return (f"{len(result['timing_outputs'])} untimed output sets came back for {len(timing_sets)} "
+                "timing sets")
+    sets = zip(timing_sets, reference.timing_expected, result["timing_outputs"], strict=True)
+    for k, (i, ref, out) in enumerate(sets):
+        if ref is None and out is None:
+            continue
+        ref = reference.expected[i]["outputs"] if ref is None else ref
+        out = result["cases"][i]["outputs"] if out is None else out
+        meta = eager_precision(task.meta, reference.convolves)
+        check = compare_outputs(ref, out, meta, f"timing input set {k}")
+        if not check.ok:
+            return check.message
+    return ""
+
+
+def timing_problems(mine: dict[str, Any], timing: dict[str, Any]) -> str:
+    if mine["mismatches"]:
+        return (f"{mine['mismatches']} of {mine['reps']} timed calls returned something other than the "
+                "untimed call on the same inputs: cached, stale or skipped work (S11/S12/T5)")
+    if mine["reused_storage"]:
+        return (f"{mine['reused_storage']} timed calls returned the storage of an earlier output that is "
+                "still alive: result replay (S11)")
+    if timing.get("side_streams_late"):
+        return ("Triton kernels went to another CUDA stream only while being timed: work outside the "
+                "measured region (T1)")
+    if timing["threads_started"] > 0:
+        return "threads started during timing: work outside the measured call (T2)"
+    if timing["events_ms"] > timing["wall_ms"] + 0.05:
+        return (f"CUDA event times ({timing['events_ms']:.3f} ms in all) exceed the host wall clock "
+                f"({timing['wall_ms']:.3f} ms): the timers were manipulated (T1-T3)")
+    return ""
+
+
+def log_excerpt(tail: str, chars: int = 1500) -> str:
+    tail = tail.strip()
+    return f"\n--- process output (tail) ---\n{tail[-chars:]}" if tail else ""

@@ -1,0 +1,60 @@
+"""The jobs of a verifier child that run no candidate code: `probe` (the device's name, L2 size and
+library versions) and `baseline` (eager and torch.compile of the reference, timed interleaved).
+child.py holds the job table; the reference job stays there (it shares the candidate's bitwise
+comparison)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import torch
+
+from mtmc.tasks.task import Task
+from mtmc.verify.case_io import as_list, default_backend_flags, load_inputs, reference_model
+from mtmc.verify.timing import TimingOptions, time_calls
+
+
+def probe(device: str) -> dict[str, Any]:
+    import triton
+
+    info = {"torch": str(torch.__version__), "triton": triton.__version__,
+            "device": "cpu (triton interpreter)"}
+    if device == "cuda":
+        props = torch.cuda.get_device_properties(0)
+        info.update(device=torch.cuda.get_device_name(0), l2_bytes=getattr(props, "L2_cache_size", 0),
+                    sms=props.multi_processor_count, memory_bytes=props.total_memory,
+                    capability=list(torch.cuda.get_device_capability(0)))
+    return info
+
+
+def baseline(task_name: str, task_source: str, inputs_path: str, timing: dict[str, Any],
+             compiled: bool) -> dict[str, Any]:
+    """Eager and torch.compile times of the reference on the candidate's timing inputs, with
+    PyTorch's default backend flags (returned under "backend_flags")."""
+    backend_flags = default_backend_flags()
+    os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")  # no compile pools in a child
+    task = Task(name=task_name, source=task_source)
+    data = load_inputs(inputs_path, "cuda", timing_only=True)
+    case = data["cases"][data["timing"]["case"]]
+    model = reference_model(task, case, "cuda")
+    sets = [data["cases"][i]["inputs"] for i in data["timing"]["sets"]]
+
+    def runner(module: Any):
+        def call(inputs: list[Any]) -> list[torch.Tensor]:
+            with torch.no_grad():
+                return as_list(module(*inputs))
+        return call
+
+    calls = {"eager": runner(model)}
+    result: dict[str, Any] = {"compile_error": None, "backend_flags": backend_flags}
+    if compiled:
+        try:
+            compiled_call = runner(torch.compile(model))
+            compiled_call(sets[0])  # compile now, so a failure is reported rather than timed
+            torch.cuda.synchronize()
+            calls["compiled"] = compiled_call
+        except Exception as err:  # an op inductor cannot compile: eager only, and say why
+            result["compile_error"] = f"{type(err).__name__}: {err}"[:500]
+    result.update(time_calls(calls, sets, {}, True, TimingOptions(**timing)))
+    return result
