@@ -112,13 +112,26 @@ def notes(rows: Sequence[Row], agg: dict[str, Any]) -> list[str]:
     if not agg["timed"]:
         out.append("No timings: every task was judged by the Triton interpreter on the CPU (correctness "
                    "only), so speedups, fast_p and % of roofline are n/a.")
-    elif any(r["correct"] and r["candidate_ms"] is not None and r["roofline_pct"] is None for r in rows):
-        out.append("% of roofline is n/a where no measured calibration (mtmc/bench/calibrations/"
-                   "*calibration.json, or `calibration=<file>`) matches the GPU.")
+    else:
+        out += roofline_notes(rows)
     failed = [r for r in rows if r["status"] in ("error", "missing")]
     for r in failed:
         detail = (r["error"] or "").splitlines()[0] if r["status"] == "error" else "no result yet"
         out.append(f"- {r['task']}: {r['status']}: {detail}")
+    return out
+
+
+def roofline_notes(rows: Sequence[Row]) -> list[str]:
+    """Why a timed task has no % of roofline."""
+    out = []
+    timed = [r for r in rows if r["correct"] and r["candidate_ms"] is not None]
+    if any(r["roofline_pct"] is None and r["bound"] is None for r in timed):
+        out.append("% of roofline is n/a where no measured calibration (mtmc/bench/calibrations/"
+                   "*calibration.json, or `calibration=<file>`) matches the GPU.")
+    unknown = [r["task"] for r in timed if r["bound"] == "unknown"]
+    if unknown:
+        out.append(f"% of roofline is n/a for {', '.join(unknown)}: the GPU's calibration has no measured "
+                   "rate for the math these tasks may use (TF32: measure it with benchmarks/calibrate.py).")
     return out
 
 
