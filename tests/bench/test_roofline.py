@@ -1,5 +1,5 @@
 """The roofline floor: the measured calibrations ship as package data (an installed wheel finds them), each
-task is held to the rate of the math it may use, and the report says why a share is unknown."""
+task is held to the rate of the math it may use, and the report warns of a share above 100%."""
 
 from __future__ import annotations
 
@@ -105,11 +105,21 @@ def test_a_rate_the_calibration_did_not_measure_gives_no_floor_not_the_fp32_one(
     assert bound == "memory" and floor == pytest.approx(1e3 * 3 * 512 * 512 * 4 / 1e14)
 
 
+# --- what the report says about the roofline ---------------------------------------------------------------
+def timed_row(name: str, **values) -> dict:
+    return dict.fromkeys(ROW_FIELDS) | {"task": name, "status": "ok", "correct": True, "candidate_ms": 1.0,
+                                        "device": "a test GPU", "flags": ""} | values
 
-def test_the_report_says_which_tasks_have_no_rate_to_read_against():
-    rows = [dict.fromkeys(ROW_FIELDS) | {"task": "conv_old_gpu", "status": "ok", "correct": True,
-                                         "candidate_ms": 1.0, "device": "a test GPU", "flags": "",
-                                         "bound": "unknown"}]
+
+def test_the_report_warns_of_every_task_above_its_roofline_and_says_why_a_share_is_unknown():
+    rows = [timed_row("fast_gemm", floor_ms=1.35, bound="compute", roofline_pct=135.0,
+                      eager_roofline_pct=40.0, compiled_roofline_pct=101.5),
+            timed_row("honest_copy", floor_ms=0.9, bound="memory", roofline_pct=90.0,
+                      eager_roofline_pct=100.0, compiled_roofline_pct=None),
+            timed_row("conv_old_gpu", bound="unknown")]
     report = results_markdown(rows, aggregate(rows), {"suite": "s", "planner": "p", "coder": "c",
                                                       "verifier": "v"})
+    warnings = [line for line in report.splitlines() if line.startswith("- warning:")]
+    assert len(warnings) == 1 and "fast_gemm" in warnings[0]
+    assert "kernel 135.0%, torch.compile 101.5%" in warnings[0] and "eager" not in warnings[0]
     assert "% of roofline is n/a for conv_old_gpu: " in report and "no measured calibration" not in report
