@@ -68,18 +68,23 @@ def main() -> None:
             with torch.no_grad():
                 compiled(*input_sets[0])  # compile outside the timing
                 ms = time_interleaved({"eager": model, "compiled": compiled}, input_sets, flush)
-            floor, _ = floor_ms(summary, task, calibration)
+            floor, _ = floor_ms(summary, task, calibration)  # None: the calibration lacks the task's rate
+            share = {name: None if floor is None else floor / ms[name] for name in ms}
             row = {"task": task.name, "family": task.meta.get("family"), "eager_ms": ms["eager"],
-                   "compiled_ms": ms["compiled"], "floor_ms": floor, "eager_roofline": floor / ms["eager"],
-                   "compiled_roofline": floor / ms["compiled"], "backend_flags": backend_flags,
+                   "compiled_ms": ms["compiled"], "floor_ms": floor, "eager_roofline": share["eager"],
+                   "compiled_roofline": share["compiled"], "backend_flags": backend_flags,
                    "wall_s": time.perf_counter() - t0}
             out.write(json.dumps(row) + "\n")
             out.flush()
-            print(f"{task.name:32s} eager {ms['eager']:7.3f} ms ({row['eager_roofline']:5.1%})  "
-                  f"compile {ms['compiled']:7.3f} ms ({row['compiled_roofline']:5.1%})", flush=True)
+            print(f"{task.name:32s} eager {ms['eager']:7.3f} ms ({_share(share['eager'])})  "
+                  f"compile {ms['compiled']:7.3f} ms ({_share(share['compiled'])})", flush=True)
             del model, compiled, input_sets
             torch._dynamo.reset()
             torch.cuda.empty_cache()
+
+
+def _share(fraction: float | None) -> str:
+    return "  n/a" if fraction is None else f"{fraction:5.1%}"
 
 
 if __name__ == "__main__":

@@ -5,7 +5,10 @@
 Files in mtmc/bench/calibrations ship with the package: `mtmc bench calibration=auto` reads them.
 
 Bandwidth counts bytes read plus bytes written of a large device-to-device copy; matmul rates use
-random (never zero) operands. Each figure is the median of CUDA-event timings after warm-up.
+random (never zero) operands. Each figure is the median of CUDA-event timings after warm-up. The
+"tf32" rate (fp32 operands on the TF32 tensor cores) is the ceiling mtmc/bench/roofline.py holds fp32
+convolutions and tasks that allow tf32 to, and a third of it caps tf32x3 dots; a calibration without
+it leaves those tasks' roofline unknown.
 """
 
 from __future__ import annotations

@@ -111,8 +111,8 @@ def blank_row(task: Task) -> Row:
                   "correct": False, "flags": ""}
 
 
-def _pct(floor: float, ms: float | None) -> float | None:
-    return None if not ms else 100.0 * floor / ms
+def _pct(floor: float | None, ms: float | None) -> float | None:
+    return None if not ms or floor is None else 100.0 * floor / ms
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -27,6 +27,8 @@ RESULTS_MD = "results.md"
 SPEEDUP_PLOT = "speedup.png"
 FAST_P_PLOT = "fast_p.png"
 BASELINE_NAMES = {"eager": "eager", "compiled": "torch.compile"}
+ROOFLINE_COLUMNS = (("roofline_pct", "kernel"), ("eager_roofline_pct", "eager"),
+                    ("compiled_roofline_pct", "torch.compile"))
 
 
 def write_report(out_dir: Path, rows: Sequence[Row], meta: dict[str, Any],
@@ -112,13 +114,34 @@ def notes(rows: Sequence[Row], agg: dict[str, Any]) -> list[str]:
     if not agg["timed"]:
         out.append("No timings: every task was judged by the Triton interpreter on the CPU (correctness "
                    "only), so speedups, fast_p and % of roofline are n/a.")
-    elif any(r["correct"] and r["candidate_ms"] is not None and r["roofline_pct"] is None for r in rows):
-        out.append("% of roofline is n/a where no measured calibration (mtmc/bench/calibrations/"
-                   "*calibration.json, or `calibration=<file>`) matches the GPU.")
+    else:
+        out += roofline_notes(rows)
     failed = [r for r in rows if r["status"] in ("error", "missing")]
     for r in failed:
         detail = (r["error"] or "").splitlines()[0] if r["status"] == "error" else "no result yet"
         out.append(f"- {r['task']}: {r['status']}: {detail}")
+    return out
+
+
+def roofline_notes(rows: Sequence[Row]) -> list[str]:
+    """Why a timed task has no % of roofline, and a warning for every share above 100%."""
+    out = []
+    timed = [r for r in rows if r["correct"] and r["candidate_ms"] is not None]
+    if any(r["roofline_pct"] is None and r["bound"] is None for r in timed):
+        out.append("% of roofline is n/a where no measured calibration (mtmc/bench/calibrations/"
+                   "*calibration.json, or `calibration=<file>`) matches the GPU.")
+    unknown = [r["task"] for r in timed if r["bound"] == "unknown"]
+    if unknown:
+        out.append(f"% of roofline is n/a for {', '.join(unknown)}: the GPU's calibration has no measured "
+                   "rate for the math these tasks may use (TF32: measure it with benchmarks/calibrate.py).")
+    for r in rows:
+        over = [f"{label} {r[key]:.1f}%" for key, label in ROOFLINE_COLUMNS
+                if r[key] is not None and r[key] > 100.0]
+        if over:
+            out.append(f"- warning: {r['task']} is above its roofline ({', '.join(over)}; floor "
+                       f"{r['floor_ms']:.4f} ms, {r['bound']}-bound): faster than the calibrated ceiling, so "
+                       "the calibration is below this GPU's peak, the floor uses the wrong rate, or the "
+                       "time is wrong.")
     return out
 
 

@@ -5,9 +5,10 @@
         for index, verdict in verifier.verify_many(pairs): ...        # as they finish
 
 Each actor holds a whole local verifier (`make_verifier(backend)`: LocalVerifier on the GPU Ray gave
-it, `num_gpus=1` and CUDA_VISIBLE_DEVICES set by Ray; InterpreterVerifier on a CPU), so a verdict is
-judged exactly as it is on one machine: same protocol, same sandbox, same seal over the installed
-mtmc (every node needs the same install). The driver (this process) only dispatches and caches:
+it, `num_gpus=1` and CUDA_VISIBLE_DEVICES set by Ray; InterpreterVerifier on a CPU; or what a callable
+`backend` builds, which is how the tests put in a cheap one), so a verdict is judged exactly as it is
+on one machine: same protocol, same sandbox, same seal over the installed mtmc (every node needs the
+same install). The driver (this process) only dispatches and caches:
 
 - Dispatch: a queue of idle actors; `verify` takes one, waits for its verdict, gives it back. Any
   number of threads may call `verify`; as many verdicts run at once as there are actors.
@@ -29,8 +30,9 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -46,15 +48,21 @@ RETRIES = 1  # a verdict whose actor died is judged once more, then reported as 
 RESTART_POLL_S = 0.5  # how often a restarting actor is asked whether it is back
 LOCAL_INIT = {"include_dashboard": False}  # ray.init defaults for a local instance (overridable)
 
+# A backend name for make_verifier (auto, local, interpreter), or a callable that builds a verifier from the
+# keywords in the actor's process; what it builds needs `verify`, `close` and an `engine` with `device`,
+# `settings.fingerprint()` and `isolation` (the cache key's parts).
+Backend = str | Callable[..., Any]
+
 
 class VerifierActor:
     """One Ray actor: a whole local verifier, built in the actor's process (again after a restart)."""
 
-    def __init__(self, backend: str, kwargs: dict[str, Any]) -> None:
+    def __init__(self, backend: Backend, kwargs: dict[str, Any]) -> None:
         import os
 
         self.pid = os.getpid()
-        self.verifier = make_verifier(backend, **{**kwargs, "cache_path": None})  # the driver caches
+        build = backend if callable(backend) else partial(make_verifier, backend)
+        self.verifier = build(**{**kwargs, "cache_path": None})  # the driver caches
 
     def identity(self) -> tuple[str, str, str, int]:
         """(device, settings fingerprint, isolation, process id): the cache key's parts, and a
@@ -76,7 +84,7 @@ class RayVerifier:
     """The Verifier protocol over Ray actors; see the module docstring."""
 
     def __init__(self, address: str | None = None, actors: int | None = None,
-                 gpus_per_actor: float | None = None, cpus_per_actor: float = 1.0, backend: str = "auto",
+                 gpus_per_actor: float | None = None, cpus_per_actor: float = 1.0, backend: Backend = "auto",
                  max_restarts: int = 3, start_timeout_s: float = 600.0, init: dict[str, Any] | None = None,
                  cache_path: str | None = None, **verifier: Any) -> None:
         self.ray = _import_ray()

@@ -2,29 +2,36 @@
 
 The dispatch rules (retry once, then a harness error; the driver's cache) are checked first with fake
 actor handles, in milliseconds; then real actors judge a small suite, one of them killed mid-suite, and
-the table must be the one-process run's. Skipped cleanly where Ray is not installed (a plain install).
+the table must be the one-process run's: in the default suite with a cheap verifier in the actors (the
+static checks and a pause; ~15 s, nearly all of it Ray's start and the actors' imports), under -m slow
+with the interpreter verifier (~70-110 s: each actor starts its fork-server workers, the restarted one
+again). Skipped cleanly where Ray is not installed (a plain install).
 """
 
 import logging
 import os
 import signal
+import sys
 import threading
 import time
+from types import SimpleNamespace
 
 import pytest
 from corpus_index import CORPUS, HONEST, TASKS, read_header
 
 from mtmc.program import Program
 from mtmc.tasks import load_task
-from mtmc.verify import InterpreterVerifier, Status, Verdict, VerifierError
+from mtmc.verify import InterpreterVerifier, Status, Verdict, VerifierError, check_source
 
 ray = pytest.importorskip("ray")
 from mtmc.verify.ray_backend import RayVerifier  # noqa: E402  (needs ray)
 
 FAKE_GPUS = 4
+CPUS = 2  # this machine's cores: Ray prestarts a worker per CPU it is told of, each one a Python process
 SEED = 0  # both runs draw the same cases, so even the messages that name a case's seed agree
 SUITE = ["honest/softmax.py", "honest/pointwise.py", "honest/linear_relu.py", "corpus/s02_decoy_kernel.py",
-         "corpus/s08_zeros.py", "corpus/x_runtime_error.py", "corpus/x_syntax_error.py"]
+         "corpus/s08_zeros.py", "corpus/c2_thread_in_forward.py", "corpus/x_runtime_error.py",
+         "corpus/x_syntax_error.py"]
 
 
 def suite() -> list[tuple]:
@@ -168,13 +175,45 @@ def test_an_actor_out_of_restarts_leaves_the_pool():
     assert verifier.concurrency == 0
 
 
-# --- real actors (slow: every actor imports torch and starts its interpreter workers) ---------------------
+# --- real actors: a Ray instance, actor processes that import torch, one killed and restarted --------------
 @pytest.fixture(scope="module")
 def ray_instance():
     """One local instance for the module, with fake GPUs: actors ask for num_gpus=1 as on a GPU node."""
-    ray.init(num_cpus=FAKE_GPUS, num_gpus=FAKE_GPUS, include_dashboard=False, log_to_driver=False)
+    ray.init(num_cpus=CPUS, num_gpus=FAKE_GPUS, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
+
+
+class StaticOnlyVerifier:
+    """A cheap verifier for the actors: the real static checks, then a pause standing in for the run (so
+    every verdict keeps its actor busy and a kill lands mid-verdict). Its message names the task and the
+    program, so a verdict handed back for the wrong pair shows in the table."""
+
+    def __init__(self, pause_s: float = 0.0, **_: object) -> None:
+        self.pause_s = pause_s
+        self.engine = SimpleNamespace(device="cpu (static checks only)", isolation="none",
+                                      settings=SimpleNamespace(fingerprint=lambda: "static-only"))
+
+    def verify(self, task, program) -> Verdict:
+        report = check_source(program.source, task.library_ops)
+        time.sleep(self.pause_s)
+        status = Status.COMPILE_ERROR if report.syntax_error else Status.OK if report.ok else Status.REJECTED
+        found = "; ".join(v.message for v in report.violations) or "static checks passed"
+        return Verdict(status, f"{task.name} {program.digest}: {found}", device=self.engine.device,
+                       isolation=self.engine.isolation)
+
+    def close(self) -> None:
+        pass
+
+
+ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # actors cannot import a test module
+
+
+def test_two_actors_with_one_killed_mid_suite_give_the_one_process_table_fast(ray_instance, caplog):
+    one_process = table(StaticOnlyVerifier().verify(task, program) for task, program in suite())
+    arrived = judge_with_a_kill(caplog, backend=StaticOnlyVerifier, pause_s=0.5)
+    assert table(arrived) == one_process
+    assert {str(v.status) for v in arrived} == {"ok", "rejected", "compile_error"}
 
 
 @pytest.fixture(scope="module")
@@ -183,31 +222,38 @@ def one_process_table():
         return table(verifier.verify(task, program) for task, program in suite())
 
 
-@pytest.mark.slow  # a Ray instance, 2 actors and a restart: ~2 min on 2 busy cores (process starts)
+@pytest.mark.slow  # the interpreter verifier in the actors: ~70-110 s on 2 busy cores (worker starts)
 def test_two_actors_with_one_killed_mid_suite_give_the_one_process_table(ray_instance, one_process_table,
                                                                          caplog):
-    pairs = suite()
-    arrived = []
-    with RayVerifier(actors=2, gpus_per_actor=1, seed=SEED, timeout_s=60.0) as verifier:
-        assert verifier.concurrency == 2
-        pids = [ray.get(a.identity.remote())[3] for a in verifier.actors]
-        with caplog.at_level(logging.WARNING, logger="mtmc.verify.ray_backend"):
-            for index, verdict in verifier.verify_many(pairs):
-                arrived.append((index, verdict))
-                if len(arrived) == 1:
-                    kill_when_busy(verifier, pids[0])
-        assert verifier.restarts == 1 and "an actor died" in caplog.text  # it died mid-verdict
-        assert ray.get(verifier.actors[0].identity.remote())[3] != pids[0]  # and Ray restarted it
-    assert sorted(i for i, _ in arrived) == list(range(len(pairs)))  # each verdict exactly once
-    verdicts = [v for _, v in sorted(arrived, key=lambda item: item[0])]
+    verdicts = judge_with_a_kill(caplog, seed=SEED, timeout_s=60.0)
     assert table(verdicts) == one_process_table
     kinds = {"ok", "rejected", "incorrect", "runtime_error", "compile_error"}
     assert {str(v.status) for v in verdicts} == kinds
 
 
+def judge_with_a_kill(caplog, **verifier) -> list[Verdict]:
+    """The suite's verdicts in suite order, from 2 actors of which one is SIGKILLed mid-suite; checks
+    that the death was seen, the actor restarted, and every verdict arrived exactly once."""
+    pairs = suite()
+    arrived = []
+    with RayVerifier(actors=2, gpus_per_actor=1, **verifier) as ray_verifier:
+        assert ray_verifier.concurrency == 2
+        pids = [ray.get(a.identity.remote())[3] for a in ray_verifier.actors]
+        with caplog.at_level(logging.WARNING, logger="mtmc.verify.ray_backend"):
+            for index, verdict in ray_verifier.verify_many(pairs):
+                arrived.append((index, verdict))
+                if len(arrived) == 1:
+                    kill_when_busy(ray_verifier, pids[0])
+        assert ray_verifier.restarts == 1 and "an actor died" in caplog.text  # it died mid-verdict
+        assert ray.get(ray_verifier.actors[0].identity.remote())[3] != pids[0]  # and Ray restarted it
+    assert sorted(i for i, _ in arrived) == list(range(len(pairs)))  # each verdict exactly once
+    return [v for _, v in sorted(arrived, key=lambda item: item[0])]
+
+
 def kill_when_busy(verifier: RayVerifier, pid: int) -> None:
     """SIGKILL an actor's process while it judges: once both actors are taken, and their calls sent
-    (every program of the suite but the syntax error keeps an actor busy for a second or more)."""
+    (every program of the suite but the syntax error keeps the interpreter verifier busy for a second or
+    more; the static-only one pauses on every program)."""
     deadline = time.monotonic() + 60
     while not verifier._idle.empty() and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -218,7 +264,8 @@ def kill_when_busy(verifier: RayVerifier, pid: int) -> None:
 @pytest.mark.slow
 def test_one_actor_per_gpu_and_one_cache_for_all(ray_instance, one_process_table, tmp_path):
     cache = tmp_path / "verdicts.sqlite"
-    with RayVerifier(seed=SEED, timeout_s=60.0, cache_path=str(cache)) as verifier:
+    with RayVerifier(cpus_per_actor=CPUS / FAKE_GPUS, seed=SEED, timeout_s=60.0,
+                     cache_path=str(cache)) as verifier:
         assert verifier.concurrency == FAKE_GPUS  # actors: null = one per (fake) GPU of the cluster
         first = dict(verifier.verify_many(suite()))
         actors, idle = verifier.actors, verifier._idle
