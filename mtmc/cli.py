@@ -6,6 +6,7 @@
     mtmc bench suite=builtin:eval                optimize a suite: fast_p, speedups, roofline
     mtmc bench compare=<run1>,<run2>[,...]       benchmark folders side by side
     mtmc train data=[runs/bench/heuristic]       learn the LM planner from recorded runs
+    mtmc tree record tree=<file> depth=2         every program near each port, judged once, into a file
 
 Each job's config is `conf/<job>.yaml`; anything after the job name is a Hydra override.
 """
@@ -28,6 +29,7 @@ JOB_LINES = {
     "optimize": "the plan -> code -> verify loop on one task: a run folder with kernel.py and its report",
     "bench": "optimize every task of a suite: correctness, fast_p, speedups, roofline; compare= folders",
     "train": "learn the LM planner from recorded runs, then compare it with the baseline planners",
+    "tree": "record: every program within a few steps of each task's port, judged once, into a tree file",
 }
 JOBS = tuple(JOB_LINES)
 USAGE = f"usage: mtmc {{{','.join(JOBS)}}} [key=value ...] [--help]"
@@ -44,6 +46,8 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(2)
     if job == "bench":
         overrides = [_compare_as_list(o) for o in overrides]
+    if job == "tree":
+        overrides = _action_as_override(overrides)
     _register_resolvers()
     if not any(o.startswith("-") for o in overrides):  # --cfg, --help, -m: Hydra's own modes
         if job == "optimize":
@@ -69,6 +73,13 @@ def _compare_as_list(override: str) -> str:
     return override
 
 
+def _action_as_override(overrides: list[str]) -> list[str]:
+    # `mtmc tree record ...`: the word after the job is its action, a key like any other to Hydra.
+    if overrides and "=" not in overrides[0] and not overrides[0].startswith("-"):
+        return [f"action={overrides[0]}", *overrides[1:]]
+    return overrides
+
+
 def _register_resolvers() -> None:
     # `runs/${stem:${task}}/...`: a task given as a path names its run folder by the file's stem.
     if not OmegaConf.has_resolver("stem"):
@@ -90,6 +101,8 @@ def _run_job(cfg: DictConfig) -> object:
         from mtmc.jobs.optimize import run
     elif job == "bench":
         from mtmc.jobs.bench import run
+    elif job == "tree":
+        from mtmc.jobs.tree import run
     else:
         from mtmc.jobs.train import run
     result = run(cfg)
