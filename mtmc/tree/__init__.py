@@ -3,6 +3,7 @@ kept in a JSONL file, so planners can be compared, replayed and trained offline.
 
     record_tree(tasks, coder, verifier, path, depth=2)   # recorder.py: `mtmc tree record`
     load_tree(path)                                      # index.py: the file as lookups
+    ReplayVerifier(tree=path)                            # replay.py: `verifier=replay tree=<file>`
 
 docs/design.md "The program tree" describes the file and the commands.
 """
@@ -10,6 +11,7 @@ docs/design.md "The program tree" describes the file and the commands.
 from mtmc.tree.format import coder_fingerprint, read_rows, task_fingerprint, verdict_of
 from mtmc.tree.index import Step, Tree, load_tree
 from mtmc.tree.recorder import RecordSummary, record_tree
+from mtmc.tree.replay import ReplayVerifier
 
-__all__ = ["RecordSummary", "Step", "Tree", "coder_fingerprint", "load_tree", "read_rows",
+__all__ = ["RecordSummary", "ReplayVerifier", "Step", "Tree", "coder_fingerprint", "load_tree", "read_rows",
            "record_tree", "task_fingerprint", "verdict_of"]
