@@ -7,6 +7,7 @@
     mtmc bench compare=<run1>,<run2>[,...]       benchmark folders side by side
     mtmc train data=[runs/bench/heuristic]       learn the LM planner from recorded runs
     mtmc tree record tree=<file> depth=2         every program near each port, judged once, into a file
+    mtmc tree report tree=<file>                 oracle@k, heuristic, greedy, random on that tree, offline
 
 Each job's config is `conf/<job>.yaml`; anything after the job name is a Hydra override.
 """
@@ -29,7 +30,7 @@ JOB_LINES = {
     "optimize": "the plan -> code -> verify loop on one task: a run folder with kernel.py and its report",
     "bench": "optimize every task of a suite: correctness, fast_p, speedups, roofline; compare= folders",
     "train": "learn the LM planner from recorded runs, then compare it with the baseline planners",
-    "tree": "record: every program within a few steps of each task's port, judged once, into a tree file",
+    "tree": "record: every program a few steps from each port, judged once, into a file; report: headroom",
 }
 JOBS = tuple(JOB_LINES)
 USAGE = f"usage: mtmc {{{','.join(JOBS)}}} [key=value ...] [--help]"

@@ -1,27 +1,37 @@
-"""`mtmc tree record`: record every program within `depth` steps of each task's port into a tree file."""
+"""`mtmc tree record`: record every program within `depth` steps of each task's port into a tree file.
+`mtmc tree report`: oracle@k and the planners on that tree, per split (mtmc/tree/report.py)."""
 
 from __future__ import annotations
 
+import inspect
+import json
 import logging
+from pathlib import Path
+from typing import Any
 
-from hydra.utils import instantiate
-from omegaconf import DictConfig
+from hydra.core.hydra_config import HydraConfig
+from hydra.utils import get_object, instantiate
+from omegaconf import DictConfig, OmegaConf
 
 from mtmc.jobs.bench import select_suite
-from mtmc.tasks import TaskError
-from mtmc.tree import RecordSummary, record_tree
+from mtmc.protocols import Planner
+from mtmc.report import write_atomic
+from mtmc.tasks import Task, TaskError
+from mtmc.tree import RecordSummary, load_tree, record_tree, task_fingerprint
+from mtmc.tree.report import headroom, report_markdown
 
 log = logging.getLogger(__name__)
-ACTIONS = ("record",)
+ACTIONS = ("record", "report")
+REPORT_MD, REPORT_JSON = "tree_report.md", "tree_report.json"
 
 
-def run(cfg: DictConfig) -> RecordSummary:
+def run(cfg: DictConfig) -> RecordSummary | dict[str, Any]:
     if cfg.action not in ACTIONS:
         raise SystemExit(f"mtmc tree: unknown action {cfg.action!r}; choose one of {', '.join(ACTIONS)}")
-    return record(cfg)
+    return record(cfg) if cfg.action == "record" else report(cfg)
 
 
-def record(cfg: DictConfig) -> RecordSummary:
+def suite_tasks(cfg: DictConfig) -> tuple[list[Task], list[str]]:
     try:
         tasks, broken = select_suite(cfg)
     except TaskError as err:
@@ -29,6 +39,11 @@ def record(cfg: DictConfig) -> RecordSummary:
     if not tasks:
         raise SystemExit(f"mtmc tree: no task of suite={cfg.suite} matches tasks={cfg.tasks} "
                          f"split={cfg.split}")
+    return tasks, [b.name for b in broken]
+
+
+def record(cfg: DictConfig) -> RecordSummary:
+    tasks, broken = suite_tasks(cfg)
     log.info("Instantiating coder <%s>", cfg.coder._target_)
     coder = instantiate(cfg.coder)
     log.info("Instantiating verifier <%s>", cfg.verifier._target_)
@@ -36,9 +51,46 @@ def record(cfg: DictConfig) -> RecordSummary:
         summary = record_tree(tasks, coder, verifier, cfg.tree, depth=cfg.depth,
                               time_limit_s=cfg.time_limit_s)
     state = "complete" if summary.complete else f"cut after {summary.levels} whole level(s): run again"
-    left_out = [b.name for b in broken] + list(summary.broken)
+    left_out = broken + list(summary.broken)
     print(f"mtmc tree record: {cfg.tree}: {len(tasks)} tasks to depth {cfg.depth}, {state}; "
           f"{summary.judged} programs judged now, {summary.in_file} already in the file, "
           f"{summary.refused} steps refused by the coder, {summary.wall_s:.1f} s"
           + (f"; left out (broken): {', '.join(left_out)}" if left_out else ""))
     return summary
+
+
+def report(cfg: DictConfig) -> dict[str, Any]:
+    try:
+        tree = load_tree(cfg.tree)
+    except (FileNotFoundError, ValueError) as err:
+        raise SystemExit(f"mtmc tree: {err}") from None
+    tasks, _ = suite_tasks(cfg)
+    recorded = [t for t in tasks if tree.task_sha.get(t.name) == task_fingerprint(t)]
+    changed = [t.name for t in tasks if t.name in tree.task_sha and t not in recorded]
+    if not recorded:
+        raise SystemExit(f"mtmc tree: {cfg.tree} holds none of the {len(tasks)} selected tasks"
+                         + (f" as they are now (changed since: {', '.join(changed)})" if changed else ""))
+    result = headroom(tree, recorded, build_planners(cfg.planners, cfg.seeds), max_steps=cfg.max_steps,
+                      max_retries=cfg.max_retries)
+    result["meta"] |= {"suite": str(cfg.suite), "changed_tasks": changed,
+                       "not_in_tree": [t.name for t in tasks if t.name not in tree.task_sha]}
+    out = Path(cfg.out or HydraConfig.get().runtime.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    markdown = report_markdown(result)
+    if changed:
+        markdown += f"\nLeft out (the task changed since the recording): {', '.join(changed)}\n"
+    write_atomic(out / REPORT_MD, markdown)
+    write_atomic(out / REPORT_JSON, json.dumps(result, indent=2) + "\n")
+    print(markdown)
+    return result
+
+
+def build_planners(configs: DictConfig, seeds: int) -> dict[str, list[Planner]]:
+    """Each configured planner; one whose constructor takes a `seed` once per seed 0 .. seeds - 1."""
+    planners = {}
+    for name, node in configs.items():
+        kwargs = OmegaConf.to_container(node, resolve=True)
+        takes_seed = "seed" in inspect.signature(get_object(kwargs["_target_"])).parameters
+        planners[str(name)] = [instantiate({**kwargs, "seed": s}) for s in range(seeds)] if takes_seed \
+            else [instantiate(kwargs)]
+    return planners
