@@ -49,7 +49,7 @@ def record(cfg: DictConfig) -> RecordSummary:
     log.info("Instantiating verifier <%s>", cfg.verifier._target_)
     with instantiate(cfg.verifier) as verifier:
         summary = record_tree(tasks, coder, verifier, cfg.tree, depth=cfg.depth,
-                              time_limit_s=cfg.time_limit_s)
+                              time_limit_s=cfg.time_limit_s, batch=cfg.batch)
     state = "complete" if summary.complete else f"cut after {summary.levels} whole level(s): run again"
     left_out = broken + list(summary.broken)
     print(f"mtmc tree record: {cfg.tree}: {len(tasks)} tasks to depth {cfg.depth}, {state}; "

@@ -100,3 +100,20 @@ def expanded(task: str, digest: str, steps: int) -> dict:
 def write_rows(path: Path, rows: list[dict]) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
+
+
+class ManyVerifier(DigestVerifier):
+    """A DigestVerifier that judges batches (`verify_many`), answering in reverse order as a parallel
+    verifier may; records each batch's size."""
+
+    concurrency = 4
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[int] = []
+
+    def verify_many(self, pairs):
+        pairs = list(pairs)
+        self.batches.append(len(pairs))
+        for index in reversed(range(len(pairs))):
+            yield index, self.verify(*pairs[index])

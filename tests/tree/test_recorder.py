@@ -12,7 +12,7 @@ from coders.template import TemplateCoder
 from mtmc.strategies import PORT
 from mtmc.tree import load_tree, read_rows, record_tree
 from mtmc.tree.recorder import Recorder
-from tests.tree.fakes import DigestVerifier, RefusingCoder, tiny_task
+from tests.tree.fakes import DigestVerifier, ManyVerifier, RefusingCoder, tiny_task
 
 coder = TemplateCoder()
 
@@ -76,6 +76,16 @@ def test_a_cut_run_leaves_whole_levels_and_resumes_to_the_same_tree(tmp_path):
     assert nodes(cut) == nodes(full) and len(verifier.calls) + len(resumed.calls) == total
     rows = lambda p: Counter(json.dumps(r, sort_keys=True) for r in read_rows(p))  # noqa: E731
     assert rows(cut) == rows(full)  # the same rows, in another order
+
+
+def test_a_batch_verifier_judges_a_level_at_once_and_records_the_same_tree(tmp_path):
+    one, many = tmp_path / "one.jsonl", tmp_path / "many.jsonl"
+    record(one, DigestVerifier())
+    verifier = ManyVerifier()
+    record(many, verifier)  # its answers come back in reverse order
+    assert verifier.batches[0] == 1 and max(verifier.batches) == ManyVerifier.concurrency
+    rows = lambda p: Counter(json.dumps(r, sort_keys=True) for r in read_rows(p))  # noqa: E731
+    assert rows(many) == rows(one)
 
 
 def test_a_torn_last_line_is_dropped_and_its_row_redone(tmp_path):
