@@ -1,5 +1,6 @@
 """`mtmc tree record`: record every program within `depth` steps of each task's port into a tree file.
-`mtmc tree report`: oracle@k and the planners on that tree, per split (mtmc/tree/report.py)."""
+`mtmc tree report`: oracle@k and the planners on that tree, per split (mtmc/tree/report.py).
+`mtmc tree check`: the share of the tree's programs today's coder still produces (mtmc/tree/check.py)."""
 
 from __future__ import annotations
 
@@ -18,17 +19,18 @@ from mtmc.protocols import Planner
 from mtmc.report import write_atomic
 from mtmc.tasks import Task, TaskError
 from mtmc.tree import RecordSummary, load_tree, record_tree, task_fingerprint
+from mtmc.tree.check import check_tree
 from mtmc.tree.report import headroom, report_markdown
 
 log = logging.getLogger(__name__)
-ACTIONS = ("record", "report")
+ACTIONS = ("record", "report", "check")
 REPORT_MD, REPORT_JSON = "tree_report.md", "tree_report.json"
 
 
 def run(cfg: DictConfig) -> RecordSummary | dict[str, Any]:
     if cfg.action not in ACTIONS:
         raise SystemExit(f"mtmc tree: unknown action {cfg.action!r}; choose one of {', '.join(ACTIONS)}")
-    return record(cfg) if cfg.action == "record" else report(cfg)
+    return {"record": record, "report": report, "check": check}[cfg.action](cfg)
 
 
 def suite_tasks(cfg: DictConfig) -> tuple[list[Task], list[str]]:
@@ -82,6 +84,22 @@ def report(cfg: DictConfig) -> dict[str, Any]:
     write_atomic(out / REPORT_MD, markdown)
     write_atomic(out / REPORT_JSON, json.dumps(result, indent=2) + "\n")
     print(markdown)
+    return result
+
+
+def check(cfg: DictConfig) -> dict[str, Any]:
+    try:
+        tree = load_tree(cfg.tree)
+    except (FileNotFoundError, ValueError) as err:
+        raise SystemExit(f"mtmc tree: {err}") from None
+    tasks, _ = suite_tasks(cfg)
+    tasks = [t for t in tasks if tree.task_sha.get(t.name) == task_fingerprint(t)]
+    result = check_tree(tree, tasks, instantiate(cfg.coder))
+    for row in result["tasks"]:
+        print(f"{row['task']:<40} {row['produced']:>6} of {row['recorded']:>6} programs still produced")
+    share = "n/a" if result["share"] is None else f"{100 * result['share']:.1f}%"
+    print(f"mtmc tree check: {cfg.tree}: {result['produced']} of {result['recorded']} programs of "
+          f"{len(tasks)} tasks ({share}) are what today's coder writes")
     return result
 
 

@@ -42,6 +42,17 @@ def test_record_a_split_of_a_folder_then_run_again(tmp_path, capsys):
     assert run(cfg).judged == 0 and path.read_text() == rows
 
 
+def test_check_says_what_share_today_s_coder_still_writes(tmp_path, capsys):
+    path = tmp_path / "tree.jsonl"
+    folder = suite(tmp_path)
+    cfg = composed("tree", ["action=record", f"suite={folder}", f"tree={path}", "depth=1"])
+    cfg.verifier = OmegaConf.create({"_target_": "tests.tree.fakes.DigestVerifier"})
+    recorded = run(cfg).judged
+    result = run(composed("tree", ["action=check", f"suite={folder}", f"tree={path}"]))
+    assert result["share"] == 1.0 and result["recorded"] == recorded
+    assert f"{recorded} of {recorded} programs of 2 tasks (100.0%)" in capsys.readouterr().out
+
+
 def test_an_unknown_action_is_one_sentence(tmp_path):
     cfg = composed("tree", ["action=prune", f"tree={tmp_path / 't.jsonl'}"])
     with pytest.raises(SystemExit, match="unknown action 'prune'"):
