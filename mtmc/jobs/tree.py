@@ -20,11 +20,11 @@ from mtmc.report import write_atomic
 from mtmc.tasks import Task, TaskError
 from mtmc.tree import RecordSummary, load_tree, record_tree, task_fingerprint
 from mtmc.tree.check import check_tree
-from mtmc.tree.report import headroom, report_markdown
+from mtmc.tree.report import headroom, plot_anytime, report_markdown
 
 log = logging.getLogger(__name__)
 ACTIONS = ("record", "report", "check")
-REPORT_MD, REPORT_JSON = "tree_report.md", "tree_report.json"
+REPORT_MD, REPORT_JSON, ANYTIME_PLOT = "tree_report.md", "tree_report.json", "anytime.png"
 
 
 def run(cfg: DictConfig) -> RecordSummary | dict[str, Any]:
@@ -83,6 +83,7 @@ def report(cfg: DictConfig) -> dict[str, Any]:
         markdown += f"\nLeft out (the task changed since the recording): {', '.join(changed)}\n"
     write_atomic(out / REPORT_MD, markdown)
     write_atomic(out / REPORT_JSON, json.dumps(result, indent=2) + "\n")
+    plot_anytime(out / ANYTIME_PLOT, result)
     print(markdown)
     return result
 

@@ -58,6 +58,7 @@ class Episode:
     steps: int
     stop_reason: str
     return_: float
+    trace: tuple[tuple[int, float | None], ...] = ()  # after each step: (calls so far, accepted ms)
 
     @property
     def speedup(self) -> float | None:
@@ -81,6 +82,7 @@ class TreeEnv:
         self.history: list[StepRecord] = []
         self.port_ms: float | None = None
         self.calls, self.return_, self.stop_reason = 0, 0.0, None
+        self.trace: list[tuple[int, float | None]] = []
         return self.plan_state()
 
     @property
@@ -121,6 +123,7 @@ class TreeEnv:
                 gain = math.log(previous.candidate_ms / verdict.candidate_ms)
             self.node, self.verdict = step.digest, verdict
         self.calls += calls
+        self.trace.append((self.calls, self.verdict.candidate_ms if self.verdict is not None else None))
         reward = gain - self.call_cost * calls
         self.return_ += reward
         return StepResult(step.strategy, verdict, outcome, calls, reward, self.done)
@@ -128,7 +131,7 @@ class TreeEnv:
     def episode(self) -> Episode:
         final_ms = self.verdict.candidate_ms if self.verdict is not None else None
         return Episode(self.task, self.port_ms, final_ms, self.node, self.calls, len(self.history),
-                       self.stop_reason or "running", self.return_)
+                       self.stop_reason or "running", self.return_, tuple(self.trace))
 
     def plan_state(self) -> PlanState:
         """What the graph's plan node hands a planner. There is no program text offline: a planner

@@ -10,6 +10,8 @@ Methods, each per task:
 - each planner (several runs when it takes a seed): an episode on `TreeEnv`, the graph's loop with
   the recorded verdicts (mtmc/tree/env.py), so its calls are the verifier calls a live run makes.
 
+`anytime`: per method, the best speedup so far after c verifier calls per task (`plot_anytime`).
+
 Each cell: geomean final / port speedup (port time over the final program's), % of the deepest
 oracle (geomean of oracle time over final time), and verifier calls per task, over the split's
 tasks whose port is recorded ok with a time. Without timings (a tree recorded on the CPU) speedups
@@ -33,10 +35,15 @@ Runs = list[dict[str, Any]]  # one per episode: final_ms, calls, steps, stop_rea
 
 
 def oracle(tree: Tree, task: str, k: int) -> dict[str, Any]:
-    """The fastest ok program within k steps of the port, and how many programs that is."""
-    nodes = [row for row in tree.task_nodes(task) if row["depth"] <= k]
-    timed = [row["candidate_ms"] for row in nodes if row["status"] == "ok" and row["candidate_ms"]]
-    return {"final_ms": min(timed) if timed else None, "calls": len(nodes), "steps": k, "stop_reason": None}
+    """The fastest ok program within k steps of the port, and how many programs that is; its trace is
+    the best so far as breadth-first enumeration judges them (level by level, in file order)."""
+    nodes = sorted((row for row in tree.task_nodes(task) if row["depth"] <= k), key=lambda row: row["depth"])
+    trace, best = [], None
+    for calls, row in enumerate(nodes, 1):
+        if row["status"] == "ok" and row["candidate_ms"]:
+            best = row["candidate_ms"] if best is None else min(best, row["candidate_ms"])
+        trace.append((calls, best))
+    return {"final_ms": best, "calls": len(nodes), "steps": k, "stop_reason": None, "trace": trace}
 
 
 def tree_depth(tree: Tree) -> int:
@@ -53,7 +60,7 @@ def task_runs(tree: Tree, env: TreeEnv, task: Task, planners: dict[str, list[Pla
         for planner in seeded:
             episode = run_episode(env, planner, task.name)
             runs[name].append({"final_ms": episode.final_ms, "calls": episode.calls, "steps": episode.steps,
-                               "stop_reason": episode.stop_reason})
+                               "stop_reason": episode.stop_reason, "trace": list(episode.trace)})
     port_ms = port["candidate_ms"] if port is not None and port["status"] == "ok" else None
     return {"task": task.name, "split": task.split or "none", "port_ms": port_ms, "runs": runs}
 
@@ -85,11 +92,55 @@ def headroom(tree: Tree, tasks: Sequence[Task], planners: dict[str, list[Planner
     splits = sorted({r["split"] for r in results}) + ["all"]
     table = {split: {m: cell([r for r in results if split in ("all", r["split"])], m, best) for m in methods}
              for split in splits}
+    curves = {m: anytime(results, m) for m in [best, *planners]}
     meta = {"tree": str(tree.path), "max_steps": max_steps, "max_retries": max_retries,
             "depth": tree_depth(tree),
             "runs": {name: len(seeded) for name, seeded in planners.items()},
             "devices": sorted({row["device"] for row in tree.nodes.values()})}
-    return {"meta": meta, "methods": methods, "splits": table, "tasks": results}
+    return {"meta": meta, "methods": methods, "splits": table, "anytime": curves, "tasks": results}
+
+
+def anytime(results: list[dict[str, Any]], method: str) -> list[float | None]:
+    """Best final/port speedup so far after c verifier calls (c = 1, 2, ...), geomean over the runs of
+    the tasks with a timed port; a run that ended keeps its last program. None until every run has a
+    program."""
+    runs = [(r["port_ms"], run["trace"]) for r in results if r["port_ms"] for run in r["runs"][method]]
+    most = max((trace[-1][0] for _, trace in runs if trace), default=0)
+    curve = []
+    for c in range(1, most + 1):
+        best = [_best_by(trace, c) for _, trace in runs]
+        ok = all(ms is not None for ms in best)
+        curve.append(geomean(port / ms for (port, _), ms in zip(runs, best, strict=True)) if ok else None)
+    return curve
+
+
+def _best_by(trace: list[tuple[int, float | None]], calls: int) -> float | None:
+    """The accepted program's time after `calls` calls (the gate only accepts programs not slower)."""
+    reached = [ms for spent, ms in trace if spent <= calls and ms is not None]
+    return reached[-1] if reached else None
+
+
+def plot_anytime(path: Any, report: dict[str, Any]) -> None:
+    """The anytime curves: best speedup so far against verifier calls per task, log x."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7, 4), layout="constrained")
+    ax = fig.add_subplot()
+    drawn = False
+    for method, curve in report["anytime"].items():
+        points = [(c, v) for c, v in enumerate(curve, 1) if v is not None]
+        if points:
+            ax.plot(*zip(*points, strict=True), label=method, drawstyle="steps-post")
+            drawn = True
+    if drawn:
+        ax.set_xscale("log")
+        ax.set_xlabel("verifier calls per task")
+        ax.set_ylabel("geomean best final/port so far")
+        ax.legend(loc="best")
+    else:
+        ax.text(0.5, 0.5, "no timings: nothing to plot", ha="center", va="center", transform=ax.transAxes)
+    ax.set_title("anytime: best speedup against calls")
+    fig.savefig(path, dpi=100)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from mtmc.tree import load_tree, task_fingerprint
-from mtmc.tree.report import headroom, oracle, report_markdown
+from mtmc.tree.report import headroom, oracle, plot_anytime, report_markdown
 from planners.greedy import GreedyPlanner
 from planners.random import RandomPlanner
 from tests.scripted_planner import ScriptedPlanner
@@ -39,7 +39,8 @@ def tree(tmp_path):
 
 
 def test_oracle_at_k_is_the_fastest_ok_program_within_k_steps(tree):
-    assert oracle(tree, "t", 0) == {"final_ms": 2.0, "calls": 1, "steps": 0, "stop_reason": None}
+    assert oracle(tree, "t", 0) == {"final_ms": 2.0, "calls": 1, "steps": 0, "stop_reason": None,
+                                    "trace": [(1, 2.0)]}
     assert (oracle(tree, "t", 1)["final_ms"], oracle(tree, "t", 1)["calls"]) == (1.0, 4)  # B failed
     assert (oracle(tree, "t", 2)["final_ms"], oracle(tree, "t", 2)["calls"]) == (0.5, 5)
     assert oracle(tree, "u", 2)["final_ms"] == 0.8
@@ -62,6 +63,17 @@ def test_cells_per_split_speedup_share_of_oracle_and_calls(tree):
     assert both["port_only"]["geomean_speedup"] == pytest.approx(1.0)
     assert both["port_only"]["pct_of_oracle"] == pytest.approx(100 * math.sqrt(0.25 * 0.8))
     assert both["port_only"]["calls_per_task"] == 1 and both["greedy"]["tasks"] == 2
+
+
+def test_anytime_curves_are_the_best_speedup_so_far_against_calls(tree, tmp_path):
+    report = headroom(tree, TASKS, {"greedy": [GreedyPlanner()]}, max_steps=4)
+    mid, end = math.sqrt(2.0 * 1.25), math.sqrt(4.0 * 1.25)
+    # greedy: t after 1, 2, 3, 4 calls: P, A, A (C rejected), D; u: Q, E
+    assert report["anytime"]["greedy"] == pytest.approx([1.0, mid, mid, end])
+    # the oracle judges t's programs breadth-first: P, A, B (failed), C (slower), D
+    assert report["anytime"]["oracle@2"] == pytest.approx([1.0, mid, mid, mid, end])
+    plot_anytime(tmp_path / "anytime.png", report)
+    assert (tmp_path / "anytime.png").stat().st_size > 0
 
 
 def test_seeded_planners_run_once_per_seed_and_never_beat_the_oracle(tree):
@@ -104,6 +116,7 @@ def test_mtmc_tree_report_job_on_a_folder(tmp_path, capsys):
     assert result["meta"]["runs"] == {"heuristic": 1, "greedy": 1, "random": 3}
     written = json.loads((out / "tree_report.json").read_text())
     assert written["methods"][-3:] == ["heuristic", "greedy", "random"]
+    assert (out / "anytime.png").is_file()
     markdown = (out / "tree_report.md").read_text()
     assert "Left out (the task changed since the recording): u" in markdown
     assert markdown in capsys.readouterr().out
