@@ -97,6 +97,21 @@ def expanded(task: str, digest: str, steps: int) -> dict:
     return {"kind": "expanded", "format": FORMAT, "task": task, "digest": digest, "steps": steps}
 
 
+def branching_rows(task: str = "t") -> list[dict]:
+    """port P (2 ms) -> num_warps 8: A (1 ms) -> tile BLOCK=1024: D (0.5 ms, a leaf)
+                     -> vectorize: B (incorrect) | autotune: refused | num_warps 2: C (3 ms, slower)
+    (A's menu: num_warps 2 -> C, tile BLOCK=1024 -> D)"""
+    return [node(task, "P", None, "port", 0, 2.0),
+            node(task, "A", "P", "num_warps 8", 1, 1.0, rank=0),
+            node(task, "B", "P", "vectorize", 1, None, rank=1, status="incorrect"),
+            edge(task, "P", "autotune", None, 1, rank=2, error="fake: no autotune"),
+            node(task, "C", "P", "num_warps 2", 1, 3.0, rank=3),
+            expanded(task, "P", 4),
+            node(task, "D", "A", "tile BLOCK=1024", 2, 0.5, rank=1),
+            edge(task, "A", "num_warps 2", "C", 2, rank=0),
+            expanded(task, "A", 2)]
+
+
 def write_rows(path: Path, rows: list[dict]) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path

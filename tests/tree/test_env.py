@@ -15,24 +15,13 @@ from mtmc.tree.env import TreeEnv, run_episode
 from planners.greedy import GreedyPlanner
 from planners.heuristic import HeuristicPlanner
 from planners.random import RandomPlanner
-from tests.tree.fakes import DigestVerifier, edge, expanded, node, tiny_task, write_rows
+from tests.tree.fakes import DigestVerifier, branching_rows, tiny_task, write_rows
 
 S = Strategy.parse
 
 
 def synthetic(tmp_path):
-    """port P (2 ms) -> num_warps 8: A (1 ms) -> tile BLOCK=1024: D (0.5 ms, a leaf)
-                     -> vectorize: B (incorrect) | autotune: refused | num_warps 2: C (3 ms, slower)"""
-    rows = [node("t", "P", None, "port", 0, 2.0),
-            node("t", "A", "P", "num_warps 8", 1, 1.0, rank=0),
-            node("t", "B", "P", "vectorize", 1, None, rank=1, status="incorrect"),
-            edge("t", "P", "autotune", None, 1, rank=2, error="fake: no autotune"),
-            node("t", "C", "P", "num_warps 2", 1, 3.0, rank=3),
-            expanded("t", "P", 4),
-            node("t", "D", "A", "tile BLOCK=1024", 2, 0.5, rank=1),
-            edge("t", "A", "num_warps 2", "C", 2, rank=0),
-            expanded("t", "A", 2)]
-    return load_tree(write_rows(tmp_path / "t.jsonl", rows))
+    return load_tree(write_rows(tmp_path / "t.jsonl", branching_rows()))
 
 
 def env_of(tmp_path, **kwargs):
