@@ -3,6 +3,7 @@ the tiny model that move it (no coder, no verifier)."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -12,7 +13,7 @@ from trl import GRPOConfig
 from mtmc.strategies import Strategy
 from mtmc.train.tiny import build_tiny
 from mtmc.train.tree_grpo import TreeReturn, legal_by_prompt, restore, train_tree_grpo, tree_states
-from mtmc.tree import TreeEnv, load_tree
+from mtmc.tree import TreeEnv, load_tree, task_fingerprint
 from planners.greedy import GreedyPlanner
 from planners.random import RandomPlanner
 from tests.tree.fakes import branching_rows, tiny_task, write_rows
@@ -65,3 +66,44 @@ def test_grpo_steps_on_the_tree_run_on_the_cpu_and_move_the_policy(env, tmp_path
     assert any(entry["reward_std"] > 0 for entry in steps)  # the group's returns differ: a signal
     assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
     assert Strategy.parse(legal[states[0]["prompt"]][0]).kind == "port"
+
+
+def test_mtmc_train_env_tree_trains_on_the_train_split_and_reports_on_the_eval_split(tmp_path):
+    from mtmc.jobs.train_tree import train_on_tree
+    from mtmc.tasks import load_suite
+    from tests.test_conf import composed
+
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    for task in (tiny_task("t", split="train"), tiny_task("e", scale=3, split="eval")):
+        (suite / f"{task.name}.py").write_text(task.source)
+    sha = {t.name: task_fingerprint(t) for t in load_suite(suite)}
+    rows = [{**r, "task_sha": sha[r["task"]]} if r["kind"] == "node" else r
+            for name in ("t", "e") for r in branching_rows(name)]
+    path = write_rows(tmp_path / "tree.jsonl", rows)
+    out = tmp_path / "out"
+    cfg = composed("train", ["stage=grpo", "env=tree", f"tree={path}", f"suite={suite}", f"out={out}",
+                             "grpo.max_steps=1", "grpo.per_device_train_batch_size=4",
+                             "grpo.num_generations=4", "tree_env.eval_seeds=2",
+                             "tree_env.behaviour_episodes=2"])
+    result = train_on_tree(cfg, out)  # what `mtmc train env=tree` calls with the run folder
+    assert result["train_tasks"] == 1 and result["episodes"] > 0
+    assert (out / "checkpoint" / "config.json").is_file() and (out / "train_curves.png").is_file()
+    report = json.loads((out / "eval" / "tree_report.json").read_text())
+    assert [r["task"] for r in report["tasks"]] == ["e"]  # the eval split only
+    assert report["meta"]["runs"] == {"lm": 1, "random": 2, "heuristic": 1}
+
+
+def test_env_tree_mistakes_are_one_line_errors(tmp_path):
+    from omegaconf import OmegaConf
+
+    from mtmc.jobs.train_tree import train_on_tree
+
+    with pytest.raises(SystemExit, match="env=tree trains stage=grpo only, not both"):
+        train_on_tree(OmegaConf.create({"stage": "both"}), tmp_path)
+    with pytest.raises(SystemExit, match="env=tree needs tree=<a file mtmc tree record wrote>"):
+        train_on_tree(OmegaConf.create({"stage": "grpo", "tree": None}), tmp_path)
+    cfg = OmegaConf.create({"stage": "grpo", "tree": str(write_rows(tmp_path / "t.jsonl", branching_rows())),
+                            "suite": "builtin"})
+    with pytest.raises(SystemExit, match="holds no train-split task of suite=builtin"):
+        train_on_tree(cfg, tmp_path)  # its task "t" is no built-in
