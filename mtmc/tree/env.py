@@ -87,6 +87,8 @@ class TreeEnv:
 
     @property
     def done(self) -> bool:
+        """The graph's plan node's checks, in its order: the step budget, then an empty menu (each
+        sets the stop reason the first time it holds)."""
         if self.stop_reason is None and len(self.history) >= self.max_steps:
             self.stop_reason = "max_steps"
         if self.stop_reason is None and not any(not s.is_stop for s in self.legal()):

@@ -31,7 +31,7 @@ from mtmc.tasks import Task
 from mtmc.tree.env import TreeEnv, run_episode
 from mtmc.tree.index import Tree
 
-Runs = list[dict[str, Any]]  # one per episode: final_ms, calls, steps, stop_reason
+Runs = list[dict[str, Any]]  # one per episode: final_ms, calls, steps, stop_reason, trace
 
 
 def oracle(tree: Tree, task: str, k: int) -> dict[str, Any]:
