@@ -6,6 +6,9 @@
     mtmc bench suite=builtin:eval                optimize a suite: fast_p, speedups, roofline
     mtmc bench compare=<run1>,<run2>[,...]       benchmark folders side by side
     mtmc train data=[runs/bench/heuristic]       learn the LM planner from recorded runs
+    mtmc tree record tree=<file> depth=2         every program near each port, judged once, into a file
+    mtmc tree report tree=<file>                 oracle@k, heuristic, greedy, random on that tree, offline
+    mtmc tree check tree=<file>                  the share of its programs today's coder still writes
 
 Each job's config is `conf/<job>.yaml`; anything after the job name is a Hydra override.
 """
@@ -29,6 +32,7 @@ JOB_LINES = {
     "optimize": "the plan -> code -> verify loop on one task: a run folder with kernel.py and its report",
     "bench": "optimize every task of a suite: correctness, fast_p, speedups, roofline; compare= folders",
     "train": "learn the LM planner from recorded runs, then compare it with the baseline planners",
+    "tree": "record: every program a few steps from each port, judged once, into a file; report: headroom",
 }
 JOBS = tuple(JOB_LINES)
 USAGE = f"usage: mtmc {{{','.join(JOBS)}}} [key=value ...] [--help]"
@@ -45,6 +49,8 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(2)
     if job == "bench":
         overrides = [_compare_as_list(o) for o in overrides]
+    if job == "tree":
+        overrides = _action_as_override(overrides)
     _register_resolvers()
     if not any(o.startswith("-") for o in overrides):  # --cfg, --help, -m: Hydra's own modes
         if job == "optimize":
@@ -68,6 +74,13 @@ def _compare_as_list(override: str) -> str:
     if key == "compare" and "," in value and value[0] not in "[\"'":
         return f"compare=[{value}]"
     return override
+
+
+def _action_as_override(overrides: list[str]) -> list[str]:
+    # `mtmc tree record ...`: the word after the job is its action, a key like any other to Hydra.
+    if overrides and "=" not in overrides[0] and not overrides[0].startswith("-"):
+        return [f"action={overrides[0]}", *overrides[1:]]
+    return overrides
 
 
 def _register_resolvers() -> None:
@@ -94,6 +107,8 @@ def _run_job(cfg: DictConfig) -> object:
         from mtmc.jobs.optimize import run
     elif job == "bench":
         from mtmc.jobs.bench import run
+    elif job == "tree":
+        from mtmc.jobs.tree import run
     else:
         from mtmc.jobs.train import run
     result = run(cfg)

@@ -41,11 +41,15 @@ def check_overrides(job: str, overrides: Sequence[str], conf_dir: str) -> None:
 
 
 def check_values(job: str, cfg: DictConfig) -> None:
-    """Keys left unset (`???`) and budgets out of range."""
+    """Keys left unset (`???`), a replay verifier without its tree, and budgets out of range."""
     missing = sorted(set(_missing_keys(cfg)) - FILLED_BY_JOB.get(job, set()))
     if missing:
         given = " ".join(f"{key}=<...>" for key in missing)
         raise SystemExit(f"mtmc {job}: {', '.join(missing)} not set: give {given}")
+    if str(OmegaConf.select(cfg, "verifier._target_", default="")).endswith("ReplayVerifier") \
+            and not OmegaConf.select(cfg, "verifier.tree", default=None):
+        raise SystemExit(f"mtmc {job}: verifier=replay needs tree=<file> "
+                         "(a tree that mtmc tree record wrote)")
     for prefix in ("", "eval."):  # a run's budgets, and the train job's eval's (mtmc/budgets.py)
         for key in RULES:
             value = OmegaConf.select(cfg, prefix + key, default=_ABSENT)

@@ -37,6 +37,7 @@ class RewardConfig:
     timeout: float = -1.0
     runtime_error: float = -1.0
     incorrect: float = -0.5
+    unrecorded: float = 0.0  # replay: no measurement of the program, so neither reward nor penalty
     correct: float = 0.2  # small, so a step that changes nothing is barely worth taking
     speedup_weight: float = 1.0  # multiplies log(speedup over the previous accepted program)
     max_log_speedup: float = 3.0  # |log speedup| is clipped here: one noisy timing cannot dominate
@@ -63,6 +64,7 @@ def step_reward(verdict: Verdict, previous: Verdict | None, cfg: RewardConfig, *
             Status.TIMEOUT: cfg.timeout,
             Status.RUNTIME_ERROR: cfg.runtime_error,
             Status.INCORRECT: cfg.incorrect,
+            Status.UNRECORDED: cfg.unrecorded,
         }[verdict.status]
     return reward - cfg.step_decay * step
 

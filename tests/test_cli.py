@@ -127,7 +127,7 @@ def test_help_lists_every_job_in_one_line():
     for job in JOBS:
         (line,) = [line for line in lines if line.startswith(f"  {job} ")]
         assert len(line.split()) > 5  # the job's name and what it does
-    assert "usage: mtmc {tasks,verify,optimize,bench,train}" in result.stdout
+    assert "usage: mtmc {tasks,verify,optimize,bench,train,tree}" in result.stdout
 
 
 @pytest.mark.parametrize("args, sentence", [

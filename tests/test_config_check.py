@@ -29,7 +29,9 @@ def test_good_values_pass():
 @pytest.mark.parametrize("overrides, sentence", [
     (["task=x", "max_stepz=3"], "Could not override 'max_stepz': the config has no key 'max_stepz'"),
     (["task=x", "verifier=gpu"],
-     "verifier=gpu: no such verifier; choose one of auto, interpreter, local, ray"),
+     "verifier=gpu: no such verifier; choose one of auto, interpreter, local, ray, replay"),
+    (["task=x", "verifier=replay"],
+     "verifier=replay needs tree=<file> (a tree that mtmc tree record wrote)"),
     (["task=x", "max_retries=-2"], "max_retries=-2: must be a whole number, at least 0"),
 ])
 def test_overrides_are_checked_as_hydra_composes_them(overrides, sentence):

@@ -31,8 +31,8 @@ ROW_FIELDS = (
     "task", "family", "split", "status", "correct",
     "candidate_ms", "port_ms", "eager_ms", "compiled_ms", "speedup_eager", "speedup_compiled",
     "floor_ms", "bound", "roofline_pct", "eager_roofline_pct", "compiled_roofline_pct", "flops", "bytes",
-    "steps", "accepted_steps", "attempts", "verifier_calls", "verified", "stop_reason", "return", "wall_s",
-    "started", "finished", "device", "kernel", "flags", "error",
+    "steps", "accepted_steps", "attempts", "verifier_calls", "verified", "unrecorded", "stop_reason",
+    "return", "wall_s", "started", "finished", "device", "kernel", "flags", "error",
 )
 
 Row = dict[str, Any]
@@ -66,6 +66,8 @@ def task_row(task: Task, result: dict[str, Any], trajectory: list[dict[str, Any]
         "attempts": result["attempts"],
         "verifier_calls": len(judged),
         "verified": sum((r["verdict"] or {}).get("status") == "ok" for r in judged),
+        # verifier=replay: programs the tree did not hold (mtmc/tree/replay.py); 0 for a live verifier
+        "unrecorded": sum((r["verdict"] or {}).get("status") == "unrecorded" for r in judged),
         "stop_reason": result["stop_reason"],
         "return": result["return"],
         "wall_s": round(wall_s, 3),
@@ -142,6 +144,7 @@ def aggregate(rows: Sequence[Row], ps: Sequence[float] = FAST_P) -> dict[str, An
         # None for results written before the column existed, not a misleading 0
         "verified": sum(r.get("verified") or 0 for r in rows)
         if any(r.get("verified") is not None for r in rows) else None,
+        "unrecorded": sum(r.get("unrecorded") or 0 for r in rows),
         "wall_s": round(sum(r["wall_s"] or 0.0 for r in rows), 3),
         **throughput(rows),
     }

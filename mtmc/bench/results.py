@@ -58,7 +58,8 @@ def rows_csv(rows: Sequence[Row]) -> str:
 
 def results_markdown(rows: Sequence[Row], agg: dict[str, Any], meta: dict[str, Any]) -> str:
     lines = [f"# mtmc bench: {meta['suite']}", "", meta_line(meta, rows), ""]
-    lines += ["## Summary", "", *summary_table(agg), "", *fast_p_table(agg), ""]
+    replayed = str(meta.get("verifier", "")).endswith("ReplayVerifier")
+    lines += ["## Summary", "", *summary_table(agg, replayed), "", *fast_p_table(agg), ""]
     lines += ["## Tasks", "",
               "| task | status | correct | ms | port ms | eager ms | compile ms | x eager | x compile "
               "| % roofline | steps | verifier calls | wall s |",
@@ -83,7 +84,7 @@ def meta_line(meta: dict[str, Any], rows: Sequence[Row]) -> str:
             f"device: {', '.join(devices)}.")
 
 
-def summary_table(agg: dict[str, Any]) -> list[str]:
+def summary_table(agg: dict[str, Any], replayed: bool = False) -> list[str]:
     return ["| metric | value |", "|---|---:|",
             f"| tasks | {agg['tasks']} |",
             f"| correct | {agg['correct']} ({num(pct(agg['correct_rate']), '.1f')}%) |",
@@ -95,6 +96,7 @@ def summary_table(agg: dict[str, Any]) -> list[str]:
             f"{times(agg['geomean_port_speedup_eager'])} / {times(agg['geomean_port_speedup_compiled'])} |",
             f"| median % of roofline (correct tasks) | {num(agg['median_roofline_pct'], '.1f')} |",
             f"| verifier calls (verdicts ok) | {agg['verifier_calls']} ({num(agg['verified'], 'd')}) |",
+            *([f"| unrecorded verdicts (verifier=replay) | {agg['unrecorded']} |"] if replayed else []),
             f"| wall time (tasks' own times, summed) | {agg['wall_s']:.1f} s |",
             f"| elapsed, first start to last finish (s) | {num(agg['elapsed_s'], '.1f')} |",
             f"| verified candidates per minute of it | {num(agg['verified_per_min'], '.2f')} |"]
@@ -116,6 +118,10 @@ def notes(rows: Sequence[Row], agg: dict[str, Any]) -> list[str]:
                    "only), so speedups, fast_p and % of roofline are n/a.")
     else:
         out += roofline_notes(rows)
+    if agg.get("unrecorded"):
+        out.append(f"{agg['unrecorded']} verdicts were `unrecorded`: verifier=replay met programs its tree "
+                   "does not hold (deeper than the recording, or a coder that changed since); see the "
+                   "`unrecorded` column of results.csv.")
     failed = [r for r in rows if r["status"] in ("error", "missing")]
     for r in failed:
         detail = (r["error"] or "").splitlines()[0] if r["status"] == "error" else "no result yet"

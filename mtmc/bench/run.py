@@ -61,6 +61,8 @@ FORMAT = 2
 # Verifiers whose workers hold the GPUs themselves, anywhere on a cluster: the bench starts no GPU
 # workers of its own and runs here, as many tasks at a time as the verifier judges programs at once.
 CLUSTER_VERIFIERS = {"mtmc.verify.ray_backend.RayVerifier"}
+# Verifiers that read recorded verdicts and need no GPU: the tasks run here, one after another.
+OFFLINE_VERIFIERS = {"mtmc.tree.ReplayVerifier", "mtmc.tree.replay.ReplayVerifier"}
 
 
 class FolderInUse(ValueError):
@@ -84,8 +86,8 @@ def run_bench(tasks: Sequence[Task], out_dir: str | Path, *, roles: dict[str, di
     """Rows in suite order: finished earlier, run now, or `missing` (its worker died)."""
     console = console or Console(stderr=True)
     gpus = [str(g) for g in gpus]  # CUDA_VISIBLE_DEVICES entries: indices, or GPU/MIG UUIDs
-    if roles["verifier"].get("_target_") in CLUSTER_VERIFIERS:
-        gpus = []  # the verifier's actors hold the GPUs
+    if roles["verifier"].get("_target_") in CLUSTER_VERIFIERS | OFFLINE_VERIFIERS:
+        gpus = []  # the verifier's actors hold the GPUs, or it needs none
     job = BenchJob(Path(out_dir), dict(roles), dict(optimize), list(calibrations))
     job.out_dir.mkdir(parents=True, exist_ok=True)
     check_config(job)

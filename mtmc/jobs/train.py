@@ -40,6 +40,12 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     if (out_dir / CHECKPOINT).exists():
         # Its eval folders would be taken as finished results of the new checkpoint.
         raise SystemExit(f"mtmc train: {out_dir} already holds a trained planner; choose a fresh out= folder")
+    if cfg.env == "tree":
+        from mtmc.jobs.train_tree import train_on_tree
+
+        return train_on_tree(cfg, out_dir)
+    if cfg.env != "runs":
+        raise SystemExit(f"mtmc train: env={cfg.env}: use runs or tree")
     try:
         runs = load_runs(list(cfg.data or []), cfg.suite)
         examples = sft_examples(runs) if "sft" in STAGES[cfg.stage] else []

@@ -16,6 +16,7 @@ class Status(StrEnum):
     CRASH = "crash"  # worker died: segfault, OOM kill, abort
     INCORRECT = "incorrect"  # ran, but the output does not match the reference
     REJECTED = "rejected"  # reward hacking: static check, decoy kernel, impossible time
+    UNRECORDED = "unrecorded"  # replay only (mtmc/tree/replay.py): the program is not in the tree file
 
 
 @dataclass

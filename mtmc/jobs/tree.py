@@ -1,0 +1,115 @@
+"""`mtmc tree record`: record every program within `depth` steps of each task's port into a tree file.
+`mtmc tree report`: oracle@k and the planners on that tree, per split (mtmc/tree/report.py).
+`mtmc tree check`: the share of the tree's programs today's coder still produces (mtmc/tree/check.py)."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from hydra.core.hydra_config import HydraConfig
+from hydra.utils import get_object, instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from mtmc.jobs.bench import select_suite
+from mtmc.protocols import Planner
+from mtmc.report import write_atomic
+from mtmc.tasks import Task, TaskError
+from mtmc.tree import RecordSummary, load_tree, record_tree, task_fingerprint
+from mtmc.tree.check import check_tree
+from mtmc.tree.report import headroom, plot_anytime, report_markdown
+
+log = logging.getLogger(__name__)
+ACTIONS = ("record", "report", "check")
+REPORT_MD, REPORT_JSON, ANYTIME_PLOT = "tree_report.md", "tree_report.json", "anytime.png"
+
+
+def run(cfg: DictConfig) -> RecordSummary | dict[str, Any]:
+    if cfg.action not in ACTIONS:
+        raise SystemExit(f"mtmc tree: unknown action {cfg.action!r}; choose one of {', '.join(ACTIONS)}")
+    return {"record": record, "report": report, "check": check}[cfg.action](cfg)
+
+
+def suite_tasks(cfg: DictConfig) -> tuple[list[Task], list[str]]:
+    try:
+        tasks, broken = select_suite(cfg)
+    except TaskError as err:
+        raise SystemExit(f"mtmc tree: {err}") from None
+    if not tasks:
+        raise SystemExit(f"mtmc tree: no task of suite={cfg.suite} matches tasks={cfg.tasks} "
+                         f"split={cfg.split}")
+    return tasks, [b.name for b in broken]
+
+
+def record(cfg: DictConfig) -> RecordSummary:
+    tasks, broken = suite_tasks(cfg)
+    log.info("Instantiating coder <%s>", cfg.coder._target_)
+    coder = instantiate(cfg.coder)
+    log.info("Instantiating verifier <%s>", cfg.verifier._target_)
+    with instantiate(cfg.verifier) as verifier:
+        summary = record_tree(tasks, coder, verifier, cfg.tree, depth=cfg.depth,
+                              time_limit_s=cfg.time_limit_s, batch=cfg.batch)
+    state = "complete" if summary.complete else f"cut after {summary.levels} whole level(s): run again"
+    left_out = broken + list(summary.broken)
+    print(f"mtmc tree record: {cfg.tree}: {len(tasks)} tasks to depth {cfg.depth}, {state}; "
+          f"{summary.judged} programs judged now, {summary.in_file} already in the file, "
+          f"{summary.refused} steps refused by the coder, {summary.wall_s:.1f} s"
+          + (f"; left out (broken): {', '.join(left_out)}" if left_out else ""))
+    return summary
+
+
+def report(cfg: DictConfig) -> dict[str, Any]:
+    try:
+        tree = load_tree(cfg.tree)
+    except (FileNotFoundError, ValueError) as err:
+        raise SystemExit(f"mtmc tree: {err}") from None
+    tasks, _ = suite_tasks(cfg)
+    recorded = [t for t in tasks if tree.task_sha.get(t.name) == task_fingerprint(t)]
+    changed = [t.name for t in tasks if t.name in tree.task_sha and t not in recorded]
+    if not recorded:
+        raise SystemExit(f"mtmc tree: {cfg.tree} holds none of the {len(tasks)} selected tasks"
+                         + (f" as they are now (changed since: {', '.join(changed)})" if changed else ""))
+    result = headroom(tree, recorded, build_planners(cfg.planners, cfg.seeds), max_steps=cfg.max_steps,
+                      max_retries=cfg.max_retries)
+    result["meta"] |= {"suite": str(cfg.suite), "changed_tasks": changed,
+                       "not_in_tree": [t.name for t in tasks if t.name not in tree.task_sha]}
+    out = Path(cfg.out or HydraConfig.get().runtime.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    markdown = report_markdown(result)
+    if changed:
+        markdown += f"\nLeft out (the task changed since the recording): {', '.join(changed)}\n"
+    write_atomic(out / REPORT_MD, markdown)
+    write_atomic(out / REPORT_JSON, json.dumps(result, indent=2) + "\n")
+    plot_anytime(out / ANYTIME_PLOT, result)
+    print(markdown)
+    return result
+
+
+def check(cfg: DictConfig) -> dict[str, Any]:
+    try:
+        tree = load_tree(cfg.tree)
+    except (FileNotFoundError, ValueError) as err:
+        raise SystemExit(f"mtmc tree: {err}") from None
+    tasks, _ = suite_tasks(cfg)
+    tasks = [t for t in tasks if tree.task_sha.get(t.name) == task_fingerprint(t)]
+    result = check_tree(tree, tasks, instantiate(cfg.coder))
+    for row in result["tasks"]:
+        print(f"{row['task']:<40} {row['produced']:>6} of {row['recorded']:>6} programs still produced")
+    share = "n/a" if result["share"] is None else f"{100 * result['share']:.1f}%"
+    print(f"mtmc tree check: {cfg.tree}: {result['produced']} of {result['recorded']} programs of "
+          f"{len(tasks)} tasks ({share}) are what today's coder writes")
+    return result
+
+
+def build_planners(configs: DictConfig, seeds: int) -> dict[str, list[Planner]]:
+    """Each configured planner; one whose constructor takes a `seed` once per seed 0 .. seeds - 1."""
+    planners = {}
+    for name, node in configs.items():
+        kwargs = OmegaConf.to_container(node, resolve=True)
+        takes_seed = "seed" in inspect.signature(get_object(kwargs["_target_"])).parameters
+        planners[str(name)] = [instantiate({**kwargs, "seed": s}) for s in range(seeds)] if takes_seed \
+            else [instantiate(kwargs)]
+    return planners

@@ -1,0 +1,131 @@
+"""Multi-step GRPO on a recorded tree (issue 26): TRL's GRPOTrainer over TreeEnv, with no coder and no
+verifier in the loop, so it runs on a CPU in minutes.
+
+    env = TreeEnv(load_tree(path), train_tasks, max_steps=4, call_cost=0.01)
+    states = tree_states(env, [RandomPlanner(seed=s) for s in range(8)])
+    reward = TreeReturn(env, model, tokenizer)
+    log_history = train_tree_grpo(model, tokenizer, states, reward, GRPOConfig(...))
+
+States: every state the behaviour planners' episodes pass through on the given tasks (train-split
+ones: the caller's choice), de-duplicated by the steps that led there, as the LM planner's prompt.
+
+Reward of a sampled step (the issue leaves the choice open; this is its first option): the step's
+return-to-go under the current policy. TreeEnv is set back to the state (its steps replayed), the
+sampled step is taken, and the model being trained finishes the episode greedily (the argmax of its
+scores over the legal steps, as LMPlanner acts at temperature 0). The reward is the sum of the
+environment's rewards from the sampled step on: log(time of the program before it / final time)
+minus `call_cost` per verifier call from it on. So a step is credited with what it sets up for later
+steps, which single-step GRPO (mtmc/train/grpo.py) cannot see; `stop` earns 0 (nothing changes,
+nothing is spent), and text that is not a legal step earns `rejected`.
+
+The policy samples through GRPO's `LegalRollout` (among the legal steps, at GRPOConfig.temperature).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from datasets import Dataset
+from trl import GRPOConfig, GRPOTrainer
+
+from mtmc.lm_policy import completion_text, score_completions, state_prompt
+from mtmc.protocols import Planner, PlanState
+from mtmc.strategies import Strategy, StrategyError
+from mtmc.train.grpo import LegalRollout, shared_steps
+from mtmc.tree.env import TreeEnv
+
+
+def restore(env: TreeEnv, task: str, steps: Sequence[str]) -> PlanState:
+    """Set the environment to the state `steps` lead to from the start (exact: every step's outcome
+    is recorded)."""
+    env.reset(task)
+    for text in steps:
+        env.step(Strategy.parse(text))
+    return env.plan_state()
+
+
+def tree_states(env: TreeEnv, planners: Sequence[Planner], tasks: Sequence[str] | None = None) -> list[dict]:
+    """The distinct non-final states of each planner's episode on each task: prompt, task, steps."""
+    states: dict[tuple[str, tuple[str, ...]], dict] = {}
+    for task in tasks or sorted(env.tasks):
+        for planner in planners:
+            env.reset(task)
+            while not env.done:
+                state = env.plan_state()
+                steps = tuple(record.strategy for record in state.history)
+                states.setdefault((task, steps), {"prompt": state_prompt(state), "task": task,
+                                                  "steps": list(steps)})
+                env.step(planner.propose(state))
+    return list(states.values())
+
+
+class GreedyPolicy:
+    """The model as a planner: the legal step it scores highest (LMPlanner at temperature 0)."""
+
+    def __init__(self, model: Any, tokenizer: Any) -> None:
+        self.model, self.tokenizer = model, tokenizer
+
+    @torch.no_grad()
+    def propose(self, state: PlanState) -> Strategy:
+        options = score_completions(self.model, self.tokenizer, state_prompt(state),
+                                    [completion_text(s) for s in state.legal])
+        return state.legal[max(range(len(options)), key=lambda i: options[i].score)]
+
+
+class TreeReturn:
+    """TRL reward function `(prompts, completions, task, steps) -> rewards`: each completion's
+    return-to-go in `env`, the episode finished by `policy` (default: the model, greedily)."""
+
+    def __init__(self, env: TreeEnv, model: Any = None, tokenizer: Any = None, *, rejected: float = -2.0,
+                 policy: Planner | None = None) -> None:
+        if policy is None and model is None:
+            raise ValueError("TreeReturn needs the model being trained (or a fixed continuation policy)")
+        self.env, self.rejected = env, rejected
+        self.policy = policy or GreedyPolicy(model, tokenizer)
+        self.episodes = 0  # continuations played, for throughput
+
+    def __call__(self, prompts: list[str], completions: list[str], task: list[str], steps: list[list[str]],
+                 **kwargs: Any) -> list[float]:
+        return [self.score(c, t, s) for c, t, s in zip(completions, task, steps, strict=True)]
+
+    def score(self, completion: str, task: str, steps: Sequence[str]) -> float:
+        state = restore(self.env, task, steps)
+        try:
+            strategy = Strategy.parse(completion)
+        except StrategyError:
+            return self.rejected
+        if strategy not in state.legal:
+            return self.rejected
+        before = self.env.return_
+        self.env.step(strategy)
+        while not self.env.done:
+            self.env.step(self.policy.propose(self.env.plan_state()))
+        self.episodes += 1
+        return self.env.return_ - before
+
+
+def legal_by_prompt(env: TreeEnv, states: Sequence[dict]) -> dict[str, list[str]]:
+    """prompt -> the legal steps of its state (states sharing a prompt: see grpo.shared_steps)."""
+    offered: dict[str, list[list[str]]] = {}
+    for state in states:
+        legal = restore(env, state["task"], state["steps"]).legal
+        offered.setdefault(state["prompt"], []).append([str(s) for s in legal])
+    return {prompt: shared_steps(prompt, lists) for prompt, lists in offered.items()}
+
+
+def train_tree_grpo(model: Any, tokenizer: Any, states: Sequence[dict], reward: TreeReturn,
+                    args: GRPOConfig) -> list[dict]:
+    """GRPO on `states` with the legal rollout and the return-to-go reward; the trainer's log history."""
+    if not states:
+        raise ValueError("train_tree_grpo: no states")
+    if args.remove_unused_columns:
+        raise ValueError("train_tree_grpo: remove_unused_columns must be false (the reward reads the "
+                         "task and steps columns)")
+    rollout = LegalRollout(legal_by_prompt(reward.env, states), seed=args.seed)
+    trainer = GRPOTrainer(model=model, reward_funcs=reward, args=args,
+                          train_dataset=Dataset.from_list(list(states)), processing_class=tokenizer,
+                          rollout_func=rollout)
+    trainer.train()
+    return trainer.state.log_history

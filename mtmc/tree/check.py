@@ -1,0 +1,50 @@
+"""`mtmc tree check`: the share of a tree's programs that today's coder still produces.
+
+A tree stays valid only while the coder writes the same programs: a change to the template coder
+changes digests, and the replay verifier then answers `unrecorded`. This walks each task's tree
+again with the coder (no verifier): from the port, through every legal step of each recorded
+program the recording expanded, and counts the recorded programs it reaches again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from mtmc.program import Program
+from mtmc.protocols import Coder, CoderError
+from mtmc.tasks import Task
+from mtmc.tree.index import Tree
+
+
+def reached_digests(tree: Tree, task: Task, coder: Coder) -> set[str]:
+    """Every program the coder reaches from the port through programs the tree expanded."""
+    reached: set[str] = set()
+    frontier: list[Program | None] = [None]
+    while frontier:
+        program = frontier.pop()
+        for strategy in coder.legal_strategies(task, program):
+            if strategy.is_stop:
+                continue
+            try:
+                child = coder.apply(task, program, strategy)
+            except CoderError:
+                continue
+            if child.digest in reached:
+                continue
+            reached.add(child.digest)
+            if tree.is_expanded(task.name, child.digest):
+                frontier.append(child)
+    return reached
+
+
+def check_tree(tree: Tree, tasks: Sequence[Task], coder: Coder) -> dict[str, Any]:
+    """Per task: recorded programs, those the coder still produces, and the share overall."""
+    rows = []
+    for task in tasks:
+        recorded = {row["digest"] for row in tree.task_nodes(task.name)}
+        kept = recorded & reached_digests(tree, task, coder)
+        rows.append({"task": task.name, "recorded": len(recorded), "produced": len(kept)})
+    recorded, produced = sum(r["recorded"] for r in rows), sum(r["produced"] for r in rows)
+    return {"tasks": rows, "recorded": recorded, "produced": produced,
+            "share": produced / recorded if recorded else None}

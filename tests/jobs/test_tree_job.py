@@ -1,0 +1,70 @@
+"""`mtmc tree record`: the job on a folder suite, in process with a fake verifier (and once from the
+command line with the interpreter, under -m slow)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from omegaconf import OmegaConf
+
+from mtmc.cli import _action_as_override
+from mtmc.jobs.tree import run
+from mtmc.tree import load_tree, read_rows
+from tests.test_conf import composed
+from tests.tree.fakes import TASK_SOURCE
+
+
+def suite(tmp_path):
+    folder = tmp_path / "suite"
+    folder.mkdir()
+    (folder / "relu_a.py").write_text(TASK_SOURCE.format(scale=2, split="train"))
+    (folder / "relu_b.py").write_text(TASK_SOURCE.format(scale=3, split="eval"))
+    return folder
+
+
+def test_the_word_after_tree_is_its_action():
+    assert _action_as_override(["record", "depth=1"]) == ["action=record", "depth=1"]
+    assert _action_as_override(["depth=1"]) == ["depth=1"]
+
+
+def test_record_a_split_of_a_folder_then_run_again(tmp_path, capsys):
+    path = tmp_path / "tree.jsonl"
+    cfg = composed("tree", ["action=record", f"suite={suite(tmp_path)}", f"tree={path}", "depth=1",
+                            "split=eval"])
+    cfg.verifier = OmegaConf.create({"_target_": "tests.tree.fakes.DigestVerifier"})
+    summary = run(cfg)
+    assert summary.complete and summary.judged > 1
+    assert load_tree(path).tasks == ["relu_b"]
+    assert "complete" in capsys.readouterr().out
+    rows = path.read_text()
+    assert run(cfg).judged == 0 and path.read_text() == rows
+
+
+def test_check_says_what_share_today_s_coder_still_writes(tmp_path, capsys):
+    path = tmp_path / "tree.jsonl"
+    folder = suite(tmp_path)
+    cfg = composed("tree", ["action=record", f"suite={folder}", f"tree={path}", "depth=1"])
+    cfg.verifier = OmegaConf.create({"_target_": "tests.tree.fakes.DigestVerifier"})
+    recorded = run(cfg).judged
+    result = run(composed("tree", ["action=check", f"suite={folder}", f"tree={path}"]))
+    assert result["share"] == 1.0 and result["recorded"] == recorded
+    assert f"{recorded} of {recorded} programs of 2 tasks (100.0%)" in capsys.readouterr().out
+
+
+def test_an_unknown_action_is_one_sentence(tmp_path):
+    cfg = composed("tree", ["action=prune", f"tree={tmp_path / 't.jsonl'}"])
+    with pytest.raises(SystemExit, match="unknown action 'prune'"):
+        run(cfg)
+
+
+@pytest.mark.slow  # a subprocess and the interpreter's workers
+def test_mtmc_tree_record_from_the_command_line(tmp_path):
+    path = tmp_path / "tree.jsonl"
+    done = subprocess.run([sys.executable, "-m", "mtmc.cli", "tree", "record", f"suite={suite(tmp_path)}",
+                           f"tree={path}", "depth=0", "verifier=interpreter", "verifier.seeds=1",
+                           f"hydra.run.dir={tmp_path / 'run'}"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert [r["status"] for r in read_rows(path)] == ["ok", "ok"]
+    assert "2 programs judged now" in done.stdout

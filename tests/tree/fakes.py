@@ -1,0 +1,134 @@
+"""Fakes for the tree tests: a verifier that "times" a program by its digest, a coder that refuses
+one step, tiny tasks, and synthetic tree files written row by row with known times."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from coders.template import TemplateCoder
+from mtmc.program import Program
+from mtmc.protocols import CoderError
+from mtmc.strategies import Strategy
+from mtmc.tasks import Task
+from mtmc.tree.format import FORMAT
+from mtmc.verify.verdict import Status, Verdict
+
+TASK_SOURCE = '''
+import torch
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x) * {scale}
+
+def get_inputs():
+    return [torch.randn(16, 257)]
+
+def get_init_inputs():
+    return []
+
+MTMC = {{"split": "{split}"}}
+'''
+
+
+def tiny_task(name: str = "relu_scale", scale: int = 2, split: str = "train") -> Task:
+    return Task(name=name, source=TASK_SOURCE.format(scale=scale, split=split))
+
+
+class DigestVerifier:
+    """Deterministic fake verdicts: a program's time comes from its digest (0.5 to 1.5 ms, eager 2 ms);
+    a digest ending in one of `failing` is `incorrect`, except a port's. Counts its calls."""
+
+    def __init__(self, failing: str = "0") -> None:
+        self.failing = failing
+        self.calls: list[str] = []
+
+    def verify(self, task: Task, program: Program) -> Verdict:
+        self.calls.append(program.digest)
+        if program.digest[-1] in self.failing and program.metadata.get("template_steps") != ["port"]:
+            return Verdict(Status.INCORRECT, message="fake: wrong", device="fake gpu",
+                           verifier_version="fake")
+        ms = 0.5 + int(program.digest[:4], 16) / 0xFFFF
+        return Verdict(Status.OK, candidate_ms=ms, eager_ms=2.0, compiled_ms=1.5, roofline_ms=0.25,
+                       device="fake gpu", verifier_version="fake")
+
+    def __enter__(self) -> DigestVerifier:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+class RefusingCoder(TemplateCoder):
+    """The template coder, except that it refuses every `kind` step (a CoderError, as for an op it
+    cannot port)."""
+
+    def __init__(self, kind: str = "vectorize") -> None:
+        self.kind = kind
+
+    def apply(self, task: Task, program: Program | None, strategy: Strategy,
+              feedback: Verdict | None = None) -> Program:
+        if strategy.kind == self.kind:
+            raise CoderError(f"fake: no {self.kind}")
+        return super().apply(task, program, strategy, feedback)
+
+
+# ---------------------------------------------------------------------------------------------------
+# synthetic trees
+
+
+def node(task: str, digest: str, parent: str | None, strategy: str, depth: int, ms: float | None, *,
+         rank: int = 0, status: str = "ok", eager_ms: float = 4.0, split_sha: str = "sha") -> dict:
+    return {"kind": "node", "format": FORMAT, "task": task, "task_sha": split_sha, "parent": parent,
+            "strategy": strategy, "rank": rank, "digest": digest, "depth": depth, "status": status,
+            "message": "" if status == "ok" else f"fake {status}", "candidate_ms": ms,
+            "candidate_median_ms": ms, "eager_ms": eager_ms, "compiled_ms": eager_ms / 2,
+            "roofline_ms": 0.1, "triton_share": None, "flags": [], "device": "fake gpu", "isolation": "",
+            "verifier_version": "fake", "coder": "fake", "wall_s": 1.0}
+
+
+def edge(task: str, parent: str, strategy: str, digest: str | None, depth: int, *, rank: int = 0,
+         error: str | None = None) -> dict:
+    return {"kind": "edge", "format": FORMAT, "task": task, "parent": parent, "strategy": strategy,
+            "rank": rank, "digest": digest, "depth": depth, "error": error}
+
+
+def expanded(task: str, digest: str, steps: int) -> dict:
+    return {"kind": "expanded", "format": FORMAT, "task": task, "digest": digest, "steps": steps}
+
+
+def branching_rows(task: str = "t") -> list[dict]:
+    """port P (2 ms) -> num_warps 8: A (1 ms) -> tile BLOCK=1024: D (0.5 ms, a leaf)
+                     -> vectorize: B (incorrect) | autotune: refused | num_warps 2: C (3 ms, slower)
+    (A's menu: num_warps 2 -> C, tile BLOCK=1024 -> D)"""
+    return [node(task, "P", None, "port", 0, 2.0),
+            node(task, "A", "P", "num_warps 8", 1, 1.0, rank=0),
+            node(task, "B", "P", "vectorize", 1, None, rank=1, status="incorrect"),
+            edge(task, "P", "autotune", None, 1, rank=2, error="fake: no autotune"),
+            node(task, "C", "P", "num_warps 2", 1, 3.0, rank=3),
+            expanded(task, "P", 4),
+            node(task, "D", "A", "tile BLOCK=1024", 2, 0.5, rank=1),
+            edge(task, "A", "num_warps 2", "C", 2, rank=0),
+            expanded(task, "A", 2)]
+
+
+def write_rows(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+class ManyVerifier(DigestVerifier):
+    """A DigestVerifier that judges batches (`verify_many`), answering in reverse order as a parallel
+    verifier may; records each batch's size."""
+
+    concurrency = 4
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[int] = []
+
+    def verify_many(self, pairs):
+        pairs = list(pairs)
+        self.batches.append(len(pairs))
+        for index in reversed(range(len(pairs))):
+            yield index, self.verify(*pairs[index])

@@ -1,0 +1,113 @@
+"""The tree recorder: breadth-first from the port, each program judged once, resumable, whole levels
+left by a cut-off run; and one real tree recorded with the interpreter verifier."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+from coders.template import TemplateCoder
+from mtmc.strategies import PORT
+from mtmc.tree import load_tree, read_rows, record_tree
+from mtmc.tree.recorder import Recorder
+from tests.tree.fakes import DigestVerifier, ManyVerifier, RefusingCoder, tiny_task
+
+coder = TemplateCoder()
+
+
+def record(path, verifier, depth=2, tasks=None, **kwargs):
+    return record_tree(tasks or [tiny_task()], coder, verifier, path, depth=depth, **kwargs)
+
+
+def test_depth_two_tree_judges_each_program_once_at_its_least_depth(tmp_path):
+    verifier = DigestVerifier()
+    summary = record(tmp_path / "t.jsonl", verifier)
+    rows = list(read_rows(tmp_path / "t.jsonl"))
+    nodes = [r for r in rows if r["kind"] == "node"]
+    assert summary.complete and summary.levels == 3 and summary.judged == len(nodes)
+    assert sorted(verifier.calls) == sorted(r["digest"] for r in nodes)  # one verdict per digest
+    assert len({r["digest"] for r in nodes}) == len(nodes)
+    task = tiny_task()
+    port = coder.apply(task, None, PORT)
+    menu = [s for s in coder.legal_strategies(task, port) if not s.is_stop]
+    by_digest = {r["digest"]: r for r in nodes}
+    assert by_digest[port.digest]["depth"] == 0 and by_digest[port.digest]["parent"] is None
+    for rank, strategy in enumerate(menu):  # every level-1 step is a row, in the menu's order
+        child = coder.apply(task, port, strategy)
+        step = next(r for r in rows if r["kind"] != "expanded" and r["parent"] == port.digest
+                    and r["strategy"] == str(strategy))
+        assert (step["digest"], step["rank"]) == (child.digest, rank)
+        assert by_digest[child.digest]["depth"] == (0 if child.digest == port.digest else 1)
+    assert max(r["depth"] for r in nodes) == 2
+    expanded = {r["digest"] for r in rows if r["kind"] == "expanded"}
+    assert expanded == {r["digest"] for r in nodes if r["depth"] < 2 and r["status"] == "ok"}
+    assert {r["status"] for r in nodes} == {"ok", "incorrect"}  # failed programs are leaves
+    first = nodes[0]
+    assert first["coder"].startswith("TemplateCoder:") and first["device"] == "fake gpu"
+    assert first["candidate_ms"] and first["eager_ms"] == 2.0 and first["roofline_ms"] == 0.25
+
+
+def test_a_rerun_adds_nothing_and_judges_nothing(tmp_path):
+    path = tmp_path / "t.jsonl"
+    record(path, DigestVerifier())
+    before = path.read_text()
+    again = DigestVerifier()
+    summary = record(path, again)
+    assert summary.complete and again.calls == [] and path.read_text() == before
+    assert summary.in_file == sum(1 for r in read_rows(path) if r["kind"] == "node")
+
+
+def test_a_cut_run_leaves_whole_levels_and_resumes_to_the_same_tree(tmp_path):
+    full = tmp_path / "full.jsonl"
+    record(full, DigestVerifier(), tasks=[tiny_task("a"), tiny_task("b", scale=3)])
+    total = sum(1 for r in read_rows(full) if r["kind"] == "node")
+    ticks = iter(range(10_000))  # one tick a clock read: the limit falls inside level 2
+    cut = tmp_path / "cut.jsonl"
+    verifier = DigestVerifier()
+    recorder = Recorder(coder, verifier, cut, depth=2, time_limit_s=total - 5, clock=lambda: next(ticks))
+    summary = recorder.run([tiny_task("a"), tiny_task("b", scale=3)])
+    assert not summary.complete and summary.levels == 2
+    nodes = lambda p: {(r["task"], r["digest"], r["depth"]) for r in read_rows(p) if r["kind"] == "node"}  # noqa: E731
+    assert {n for n in nodes(full) if n[2] < 2} <= nodes(cut)  # levels 0 and 1 of both tasks are whole
+    resumed = DigestVerifier()
+    assert record(cut, resumed, tasks=[tiny_task("a"), tiny_task("b", scale=3)]).complete
+    assert nodes(cut) == nodes(full) and len(verifier.calls) + len(resumed.calls) == total
+    rows = lambda p: Counter(json.dumps(r, sort_keys=True) for r in read_rows(p))  # noqa: E731
+    assert rows(cut) == rows(full)  # the same rows, in another order
+
+
+def test_a_batch_verifier_judges_a_level_at_once_and_records_the_same_tree(tmp_path):
+    one, many = tmp_path / "one.jsonl", tmp_path / "many.jsonl"
+    record(one, DigestVerifier())
+    verifier = ManyVerifier()
+    record(many, verifier)  # its answers come back in reverse order
+    assert verifier.batches[0] == 1 and max(verifier.batches) == ManyVerifier.concurrency
+    rows = lambda p: Counter(json.dumps(r, sort_keys=True) for r in read_rows(p))  # noqa: E731
+    assert rows(many) == rows(one)
+
+
+def test_a_torn_last_line_is_dropped_and_its_row_redone(tmp_path):
+    path = tmp_path / "t.jsonl"
+    record(path, DigestVerifier(), depth=1)
+    whole = path.read_text()
+    path.write_text(whole[: whole.rstrip("\n").rfind("\n") + 1] + whole.splitlines()[-1][:20])
+    record(path, DigestVerifier(), depth=1)
+    assert path.read_text() == whole
+
+
+def test_a_refused_step_is_an_edge_with_the_coders_error(tmp_path):
+    path = tmp_path / "t.jsonl"
+    record_tree([tiny_task()], RefusingCoder("vectorize"), DigestVerifier(), path, depth=1)
+    tree = load_tree(path)
+    port = tree.port("relu_scale")
+    (refused,) = [s for s in tree.steps("relu_scale", port["digest"]) if s.strategy == "vectorize"]
+    assert refused.digest is None and "fake: no vectorize" in refused.error
+
+
+def test_an_existing_file_of_another_format_is_refused(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps({"kind": "node", "format": 999}) + "\n")
+    with pytest.raises(ValueError, match="tree format 999"):
+        record(path, DigestVerifier())
