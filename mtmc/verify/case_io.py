@@ -33,10 +33,31 @@ def case_inputs(task: Task, case: dict[str, Any], device: str) -> list[Any]:
         return to_device(task.make_inputs(case["input_seed"], case["sizes"]), device)
 
 
+# Elements summed in float64 at a time. KernelBench's level-1 inputs reach 16 GB of fp32; a whole-tensor
+# float64 sum allocated a 32 GB copy and ran a GPU out of memory (45_Average_Pooling_2D on an H100).
+FINGERPRINT_CHUNK = 1 << 24
+
+
 def fingerprint(inputs: list[Any]) -> list[Any]:
-    """Shape, dtype and float64 sum of each tensor: regenerated inputs must match the reference's."""
-    return [[list(t.shape), str(t.dtype), float(t.sum(dtype=torch.float64))] if isinstance(t, torch.Tensor)
-            else repr(t) for t in inputs]
+    """Shape, dtype and a content summary of each tensor: regenerated inputs must match the reference's."""
+    return [tensor_summary(t) if isinstance(t, torch.Tensor) else repr(t) for t in inputs]
+
+
+def tensor_summary(tensor: torch.Tensor) -> list[Any]:
+    """[shape, dtype, float64 sum of the finite values, NaN count, +inf count, -inf count], summed in
+    chunks. NaN and infinities are counted rather than summed: a NaN sum never equals itself, so an
+    input holding one read as "not deterministic"."""
+    flat = tensor.detach().reshape(-1)
+    if flat.is_complex():
+        flat = torch.view_as_real(flat).reshape(-1)
+    total, nan, posinf, neginf = 0.0, 0, 0, 0
+    for start in range(0, flat.numel(), FINGERPRINT_CHUNK):
+        chunk = flat[start:start + FINGERPRINT_CHUNK].to(torch.float64)
+        nan += int(chunk.isnan().sum())
+        posinf += int((chunk == float("inf")).sum())
+        neginf += int((chunk == float("-inf")).sum())
+        total += float(torch.nan_to_num(chunk, nan=0.0, posinf=0.0, neginf=0.0).sum())
+    return [list(tensor.shape), str(tensor.dtype), total, nan, posinf, neginf]
 
 
 def load_inputs(inputs_path: str, device: str, timing_only: bool = False) -> dict[str, Any]:

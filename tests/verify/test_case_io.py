@@ -1,0 +1,60 @@
+"""Input fingerprints (mtmc/verify/case_io.py): a candidate's regenerated inputs must match the
+reference's, for inputs holding NaN or infinities too, and without a float64 copy of a whole tensor."""
+
+import pytest
+import torch
+
+from mtmc.tasks import Task
+from mtmc.verify import case_io
+from mtmc.verify.case_io import fingerprint, tensor_summary
+from mtmc.verify.child import load_inputs, reference
+
+SPECIALS_SOURCE = '''
+import torch
+
+
+class Model(torch.nn.Module):
+    def forward(self, x, mask):
+        return torch.nan_to_num(x, nan=0.0, posinf=1.0, neginf=-1.0) * mask
+
+
+def get_inputs():
+    x = torch.randn(5, 7)
+    x[0, 0], x[1, 1], x[2, 2] = float("nan"), float("inf"), float("-inf")
+    return [x, torch.rand(5, 7) > 0.5]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_tensor_with_nan_and_infinities_matches_its_regeneration_and_not_a_changed_one():
+    x = torch.randn(5, 7)
+    x[0, 0], x[1, 1], x[2, 2] = float("nan"), float("inf"), float("-inf")
+    assert fingerprint([x, 3]) == fingerprint([x.clone(), 3])
+    changed = x.clone()
+    changed[4, 6] += 1.0
+    assert fingerprint([changed, 3]) != fingerprint([x, 3])
+    one_more_nan = x.clone()
+    one_more_nan[3, 3] = float("nan")
+    assert tensor_summary(one_more_nan)[3:] == [2, 1, 1]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int64, torch.bool, torch.complex64])
+def test_the_chunked_sum_equals_the_whole_sum(monkeypatch, dtype):
+    values = (torch.randn(101) * 10).to(dtype) if dtype != torch.bool else torch.rand(101) > 0.5
+    whole = tensor_summary(values)
+    monkeypatch.setattr(case_io, "FINGERPRINT_CHUNK", 8)  # 13 chunks, the last one partial
+    chunked = tensor_summary(values)
+    assert chunked[:2] == whole[:2] and chunked[3:] == whole[3:]
+    assert chunked[2] == pytest.approx(whole[2], rel=1e-12, abs=1e-9)
+
+
+def test_a_task_whose_inputs_hold_nan_regenerates_them_as_the_reference_saw_them(tmp_path):
+    task = Task(name="specials", source=SPECIALS_SOURCE)
+    cases = [{"sizes": {}, "model_seed": 0, "input_seed": 1}]
+    path = str(tmp_path / "inputs.pt")
+    reference(task.name, task.source, cases, "cpu", path, None)
+    data = load_inputs(path, "cpu")  # raised "get_inputs is not deterministic" when NaN was summed
+    assert torch.isnan(data["cases"][0]["inputs"][0][0, 0])
