@@ -12,6 +12,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from mtmc.tasks.task import Task
+from mtmc.verify.correctness import eager_error
 
 
 class OpNames(TorchDispatchMode):
@@ -153,3 +154,16 @@ def as_list(raw: Any) -> list[Any]:
 
 def to_device(values: list[Any], device: str) -> list[Any]:
     return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def eager_errors(model: torch.nn.Module, inputs: list[Any], outputs: list[torch.Tensor]) -> list[float]:
+    """Eager PyTorch's own error on this case at its default precision (TF32 cuDNN convolutions), per
+    output: what a candidate's tolerance may widen to (correctness.py)."""
+    default_backend_flags()
+    try:
+        eager = as_list(run_forward(model, inputs))
+    finally:
+        precise_reference()
+    if len(eager) != len(outputs):
+        return [0.0] * len(outputs)
+    return [eager_error(ref, got) for ref, got in zip(outputs, eager, strict=True)]

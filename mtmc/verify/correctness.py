@@ -24,6 +24,16 @@ truncated (as tensor cores may read fp32 registers), and a worst element of 1.9-
 (max|ref| + |ref|), against 2e-3: rounding errors of a K-term sum grow as sqrt(K), as its value
 does. On an H100 the template's TF32 convs showed max |error| 0.7-2.3e-3 on KernelBench level-1/2
 conv tasks, 1.1-2.5x eager cuDNN's own TF32 error (benchmarks/probes/2026-11-26-conv).
+
+That bound is relative to the output, and a task can shrink its output below the convolution it
+computed: min(x, 0) then GELU leaves values about 30x smaller than the conv's (93_ConvTranspose2d_
+Add_Min_GELU_Multiply on an H100: 1,077 of 277M elements 1.7x over), 101 layers of TF32 convs add up
+(10_ResNet101), and a GroupNorm's mean is rounding noise around 0. So on a GPU the reference job also
+runs the task as eager PyTorch does by default and records eager's own error per output, in the units
+of the check above (`eager_error`); an output is then held to `EAGER_ERROR_MARGIN` times that, where
+this is looser than the dtype's tolerance (flagged `eager_tolerance`). The margin covers the
+template's 1.1-2.5x. The candidate cannot reach this number: it is measured in the reference job,
+before any candidate runs, and it is 0 wherever eager computes what the reference does (the CPU).
 """
 
 from __future__ import annotations
@@ -40,6 +50,9 @@ DEFAULT_TOLERANCE: dict[torch.dtype, tuple[float, float]] = {  # dtype -> (atol,
     torch.bfloat16: (2e-2, 2e-2),
 }
 TF32_TOLERANCE = (2e-3, 2e-3)
+EAGER_ERROR_MARGIN = 3.0  # a candidate may err up to this many times eager's own error (docstring)
+EAGER_TOLERANCE_FLAG = ("eager_tolerance: an output was held to 3x the error eager PyTorch's own default "
+                        "precision (TF32 convolutions) shows on it, above the dtype's tolerance")
 
 
 @dataclass(frozen=True)
@@ -57,11 +70,36 @@ def eager_precision(meta: dict[str, Any], reference_convolves: bool) -> dict[str
     return {**meta, "precision": [*precisions, "tf32"]}
 
 
-def tolerance_for(dtype: torch.dtype, meta: dict[str, Any]) -> Tolerance:
+def tolerance_for(dtype: torch.dtype, meta: dict[str, Any], eager_err: float = 0.0) -> Tolerance:
+    """The dtype's (or the task's) tolerance, widened to EAGER_ERROR_MARGIN x eager's own error."""
     atol, rtol = DEFAULT_TOLERANCE.get(dtype, (1e-4, 1e-4))
     if dtype == torch.float32 and "tf32" in meta.get("precision", ()):
         atol, rtol = TF32_TOLERANCE
-    return Tolerance(float(meta.get("atol", atol)), float(meta.get("rtol", rtol)))
+    atol, rtol = float(meta.get("atol", atol)), float(meta.get("rtol", rtol))
+    widened = EAGER_ERROR_MARGIN * eager_err
+    return Tolerance(max(atol, widened), max(rtol, widened))
+
+
+def eager_error(ref: torch.Tensor, eager: torch.Tensor, chunk: int = 1 << 26) -> float:
+    """The smallest t for which eager's output passes compare_tensor's checks with atol = rtol = t:
+    the worst |eager - ref| / (max|ref| + |ref|) and the normalized error, over finite elements. 0
+    where eager computes exactly the reference (no TF32 on the CPU) or the shapes differ."""
+    if ref.shape != eager.shape or not ref.is_floating_point() or ref.numel() == 0:
+        return 0.0
+    r, e = ref.detach().reshape(-1), eager.detach().reshape(-1)
+    finite = torch.isfinite(r) & torch.isfinite(e)
+    scale = float(torch.where(finite, r, torch.zeros_like(r)).abs().max())
+    worst, diff_sq, ref_sq = 0.0, 0.0, 0.0
+    for start in range(0, r.numel(), chunk):  # float64 chunks: no full-size float64 copy of GB outputs
+        keep = finite[start:start + chunk]
+        rc = r[start:start + chunk][keep].double()
+        diff = (e[start:start + chunk][keep].double() - rc).abs()
+        if diff.numel():
+            worst = max(worst, float((diff / (scale + rc.abs()).clamp_min(1e-300)).max()))
+        diff_sq += float(diff.square().sum())
+        ref_sq += float(rc.square().sum())
+    normalized = (diff_sq ** 0.5) / (ref_sq ** 0.5 if ref_sq > 0 else 1.0)
+    return max(worst, normalized)
 
 
 @dataclass
@@ -84,7 +122,7 @@ def compare_case(expected: dict[str, Any], got: dict[str, Any], meta: dict[str, 
     wrong_device = [d for d in got["devices"] if torch.device(d).type != expected_device]
     if wrong_device:
         return Comparison(False, f"{label}: output on {wrong_device[0]}, expected {expected_device}")
-    result = compare_outputs(expected["outputs"], got["outputs"], meta, label)
+    result = compare_outputs(expected["outputs"], got["outputs"], meta, label, expected.get("eager_errors"))
     if not result.ok:
         return result
     if got["mutated_inputs"]:
@@ -95,12 +133,18 @@ def compare_case(expected: dict[str, Any], got: dict[str, Any], meta: dict[str, 
 
 
 def compare_outputs(refs: list[torch.Tensor], outs: list[torch.Tensor], meta: dict[str, Any],
-                    label: str) -> Comparison:
+                    label: str, eager_errors: list[float] | None = None) -> Comparison:
+    """Each output against its reference; `eager_errors` (one per output, from the reference job)
+    widens an output's tolerance to what eager PyTorch's own default precision needs."""
     if len(outs) != len(refs):
         return Comparison(False, f"{label}: {len(outs)} output tensor(s) where the reference has {len(refs)}")
+    eager_errors = eager_errors or [0.0] * len(refs)
     total = Comparison(True)
     for i, (ref, out) in enumerate(zip(refs, outs, strict=True)):
-        one = compare_tensor(ref, out, tolerance_for(ref.dtype, meta), f"{label}, output {i}")
+        tol = tolerance_for(ref.dtype, meta, eager_errors[i])
+        one = compare_tensor(ref, out, tol, f"{label}, output {i}")
+        if tol != tolerance_for(ref.dtype, meta) and EAGER_TOLERANCE_FLAG not in one.flags:
+            one.flags.append(EAGER_TOLERANCE_FLAG)
         total.max_abs_error = max(total.max_abs_error, one.max_abs_error)
         total.rel_error = max(total.rel_error, one.rel_error)
         total.flags += one.flags
@@ -202,7 +246,7 @@ def _precision_hint(ref: torch.Tensor, rel: float) -> str:
 
 def compare_runs(first: list[torch.Tensor], second: list[torch.Tensor] | None, deterministic: bool,
                  uses_atomics: bool, refs: list[torch.Tensor], meta: dict[str, Any],
-                 label: str) -> Comparison:
+                 label: str, eager_errors: list[float] | None = None) -> Comparison:
     """Two runs on the same inputs must be bitwise equal (S15, S10), except float atomics may
     reorder additions: then both runs must pass the tolerance and the verdict is flagged."""
     if deterministic:
@@ -214,6 +258,6 @@ def compare_runs(first: list[torch.Tensor], second: list[torch.Tensor] | None, d
     if not uses_atomics:
         return Comparison(False, f"{label}: two runs on the same inputs differ (max {diff:.3g}): "
                           "the kernel reads uninitialised memory or keeps state between calls (S15/S10)")
-    again = compare_outputs(refs, second, meta, f"{label}, second run")
+    again = compare_outputs(refs, second, meta, f"{label}, second run", eager_errors)
     again.flags.append("nondeterministic: atomics reorder float additions")
     return again

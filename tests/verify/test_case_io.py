@@ -58,3 +58,19 @@ def test_a_task_whose_inputs_hold_nan_regenerates_them_as_the_reference_saw_them
     reference(task.name, task.source, cases, "cpu", path, None)
     data = load_inputs(path, "cpu")  # raised "get_inputs is not deterministic" when NaN was summed
     assert torch.isnan(data["cases"][0]["inputs"][0][0, 0])
+
+
+class _ReadsTheTF32Flag(torch.nn.Module):
+    """Computes 1e-3 off when cuDNN may use TF32, as eager's default-precision conv does on a GPU."""
+
+    def forward(self, x):
+        return x * (1.0 + 1e-3 * torch.backends.cudnn.allow_tf32)
+
+
+def test_eager_errors_run_eagers_default_precision_then_restore_the_references():
+    model, x = _ReadsTheTF32Flag(), torch.randn(50)
+    case_io.precise_reference()
+    ref = model(x)
+    [error] = case_io.eager_errors(model, [x], [ref])
+    assert error == pytest.approx(1e-3, rel=1e-3)
+    assert torch.backends.cudnn.allow_tf32 is False  # the reference's precision is back

@@ -3,9 +3,11 @@
 import pytest
 import torch
 
+from mtmc.verify import correctness
 from mtmc.verify.correctness import (
     Tolerance,
     compare_case,
+    compare_outputs,
     compare_runs,
     compare_tensor,
     eager_precision,
@@ -160,3 +162,60 @@ def test_one_element_off_fails_on_the_elementwise_bound_alone():
     out[100] += 5 * FP32.atol * float(ref.abs().max())
     result = compare_tensor(ref, out, FP32, "t")
     assert not result.ok and result.rel_error < FP32.atol and "1 of 4096 elements" in result.message
+
+
+# ---------------------------------------------------------------------------------------------------
+# eager's own error: a candidate may err up to EAGER_ERROR_MARGIN times what eager's TF32 run errs
+
+
+def _tf32_like(ref: torch.Tensor, magnitude: float, seed: int = 0) -> torch.Tensor:
+    """ref with a relative error of `magnitude` at random signs: its normalized error is `magnitude`."""
+    signs = torch.randn(ref.shape, generator=torch.Generator().manual_seed(seed)).sign()
+    return ref + magnitude * signs * ref.abs()
+
+
+def test_eager_error_is_the_smallest_tolerance_eagers_output_passes():
+    ref = torch.randn(2000, dtype=torch.float32)
+    eager = _tf32_like(ref, 5e-3)
+    eager[7] = ref[7] + 0.05 * (ref.abs().max() + ref[7].abs())  # one element far off: it decides
+    t = correctness.eager_error(ref, eager, chunk=333)  # chunked as GB outputs are
+    assert t == pytest.approx(0.05, rel=1e-5)
+    assert compare_tensor(ref, eager, Tolerance(t * 1.001, t * 1.001), "e").ok
+    assert not compare_tensor(ref, eager, Tolerance(t * 0.99, t * 0.99), "e").ok
+    assert correctness.eager_error(ref, _tf32_like(ref, 5e-3), chunk=333) == pytest.approx(5e-3, rel=1e-5)
+    assert correctness.eager_error(ref, ref.clone()) == 0.0  # the CPU: no TF32, eager = reference
+    assert correctness.eager_error(ref, ref[:10]) == 0.0
+
+
+def test_an_output_eager_errs_on_is_held_to_three_times_eagers_error_and_flagged():
+    """93_ConvTranspose2d_Add_Min_GELU_Multiply's case: the conv's TF32 error, large beside an output
+    that min and GELU shrank. Within 3x of eager's own error passes; 4x fails."""
+    ref = torch.randn(4000, dtype=torch.float32)
+    eager_t = 2e-3  # eager itself at the edge of the TF32 tolerance
+    meta = eager_precision({}, True)
+    twice = _tf32_like(ref, 2 * eager_t, seed=1)
+    passed = compare_outputs([ref], [twice], meta, "c", [eager_t])
+    assert passed.ok and correctness.EAGER_TOLERANCE_FLAG in passed.flags
+    assert not compare_outputs([ref], [twice], meta, "c").ok  # the TF32 tolerance alone rejects it
+    assert not compare_outputs([ref], [_tf32_like(ref, 4 * eager_t, seed=1)], meta, "c", [eager_t]).ok
+
+
+def test_a_small_eager_error_never_tightens_nor_flags():
+    ref = torch.randn(100, dtype=torch.float32)
+    out = _tf32_like(ref, 1e-3)
+    meta = eager_precision({}, True)
+    result = compare_outputs([ref], [out], meta, "c", [1e-5])
+    assert result.ok and correctness.EAGER_TOLERANCE_FLAG not in result.flags
+    assert tolerance_for(torch.float32, meta, 1e-5) == Tolerance(2e-3, 2e-3)
+    assert tolerance_for(torch.float32, meta, 1e-3) == Tolerance(3e-3, 3e-3)
+
+
+def test_compare_case_and_second_runs_take_the_cases_eager_errors():
+    ref = torch.randn(500, dtype=torch.float32)
+    out = _tf32_like(ref, 4e-3)
+    meta = eager_precision({}, True)
+    expected = {"kind": "single", "outputs": [ref], "eager_errors": [2e-3]}  # allows 6e-3
+    assert compare_case(expected, _got([out]), meta, "cpu", "c").ok
+    assert not compare_case({**expected, "eager_errors": [0.0]}, _got([out]), meta, "cpu", "c").ok
+    again = compare_runs([out], [out + 1e-9], False, True, [ref], meta, "c", [2e-3])
+    assert again.ok

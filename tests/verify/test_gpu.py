@@ -74,3 +74,29 @@ def test_glue_carrying_the_time_is_rejected(gpu_verifier):
     verdict = gpu_verifier.verify(load_task(TASKS / "pointwise.py"), Program(program))
     assert verdict.status == Status.REJECTED and "Triton kernels carry only" in verdict.message, \
         format_verdict_table(verdict)
+
+
+def test_the_reference_records_eagers_tf32_error_for_a_convolution(tmp_path):
+    """On a GPU eager's cuDNN convolves on TF32: the reference job records that error per output
+    (correctness.eager_error), which a candidate's tolerance may widen to (x3)."""
+    from mtmc.tasks import Task
+    from mtmc.verify.child import reference
+
+    source = '''
+import torch
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(64, 64, 3)
+    def forward(self, x):
+        return self.conv(x)
+def get_inputs():
+    return [torch.randn(4, 64, 33, 33)]
+def get_init_inputs():
+    return []
+'''
+    task = Task(name="conv_eager_error", source=source)
+    cases = [{"sizes": {}, "model_seed": 0, "input_seed": 1}]
+    result = reference(task.name, task.source, cases, "cuda", str(tmp_path / "inputs.pt"), None)
+    [error] = result["expected"][0]["eager_errors"]
+    assert result["convolves"] and 1e-6 < error < 2e-3  # TF32's rounding, within its tolerance
