@@ -3,17 +3,25 @@
     rows = [port_row(entry) for entry in scan_suite(suite)]   # one row per task file, broken ones too
     report = coverage_report(rows, suite)                      # the rows, "N of M port", reason counts
 
-A row says whether `TemplateCoder().apply(task, None, PORT)` gives a program, how many Triton
-kernels it has and whether a vendor-library call (a conv the task allows) is left in it, or the
-one-line reason it does not. Porting traces the reference on meta tensors: no task runs at its sizes.
+A row says whether `TemplateCoder().apply(task, None, PORT)` gives a program that imports and whose
+`ModelNew` builds as the verifier builds it, how many Triton kernels it has and whether a
+vendor-library call (a conv the task allows) is left in it, or the one-line reason it does not.
+Porting traces the reference on meta tensors and the program's model is built on the meta device:
+no task runs at its sizes, and no kernel is compiled (that takes a GPU or the interpreter: `mtmc bench`).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import re
+import sys
+import tempfile
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
+
+import torch
 
 from mtmc.strategies import PORT
 from mtmc.tasks import BrokenTask, Task
@@ -33,11 +41,36 @@ def port_row(entry: Task | BrokenTask) -> dict[str, Any]:
     except Exception as err:  # CoderError: unsupported; anything else is a coder bug worth a row too
         reason = f"{type(err).__name__}: {str(err).removeprefix(UNSUPPORTED)}"
         return _row(entry.name, entry.path, False, reason, time.monotonic() - start)
+    problem = load_problem(entry, program.source)
+    if problem:
+        return _row(entry.name, entry.path, False, f"LoadError: {problem}", time.monotonic() - start)
     steps = program.metadata["template_ir"]["steps"]  # the serialized IR travels with the program
     row = _row(entry.name, entry.path, True, "", time.monotonic() - start)
     row["kernels"] = sum(step["step"] == "kernel" for step in steps)
     row["library"] = any(step.get("library") for step in steps)
     return row
+
+
+def load_problem(task: Task, source: str) -> str:
+    """'' when the program imports from a file (as the verifier imports it: Triton reads a kernel's
+    source from its file) and its ModelNew builds from the task's init inputs on the meta device;
+    else the one-line reason. The template coder's own output, so it runs here, unsandboxed."""
+    name = f"mtmc_port_check_{re.sub(r'[^0-9A-Za-z_]', '_', task.name)}"
+    with tempfile.TemporaryDirectory(prefix="mtmc-port-") as folder:
+        path = Path(folder) / f"{name}.py"
+        path.write_text(source)
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses and pickling look modules up by name
+        try:
+            spec.loader.exec_module(module)
+            with torch.device("meta"):
+                module.ModelNew(*task.init_inputs())
+        except Exception as err:
+            return f"{type(err).__name__}: {err}"
+        finally:
+            sys.modules.pop(name, None)
+    return ""
 
 
 def _row(name: str, path: str | None, ok: bool, reason: str, seconds: float) -> dict[str, Any]:

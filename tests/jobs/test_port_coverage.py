@@ -8,6 +8,7 @@ import textwrap
 import pytest
 
 from mtmc.jobs.port_coverage import coverage_report, port_row, reason_group
+from mtmc.program import Program
 from mtmc.strategies import PORT
 from mtmc.tasks import load_task, scan_suite
 
@@ -69,6 +70,20 @@ def test_a_kept_library_call_is_reported(monkeypatch):
     monkeypatch.setattr(TemplateCoder, "apply", lambda self, task, program, strategy: on_cudnn)
     row = port_row(task)
     assert row["port"] == "ok" and row["library"] is True and row["kernels"] >= 1
+
+
+def test_a_generated_program_that_does_not_load_is_not_a_port(suite, monkeypatch):
+    """A port counts only if its source imports and its ModelNew builds, as the verifier does it."""
+    from coders.template import TemplateCoder
+
+    task = load_task(suite / "relu_scale.py")
+    port = TemplateCoder().apply(task, None, PORT)
+    source = port.source.replace("class ModelNew", "UNDEFINED_NAME\n\n\nclass ModelNew", 1)
+    broken = Program(source, port.metadata)
+    monkeypatch.setattr(TemplateCoder, "apply", lambda self, task, program, strategy: broken)
+    row = port_row(task)
+    assert row["port"] == "failed"
+    assert row["reason"] == "LoadError: NameError: name 'UNDEFINED_NAME' is not defined"
 
 
 def test_reasons_group_without_their_particulars():
