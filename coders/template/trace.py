@@ -1364,6 +1364,12 @@ def _m_pool(nz, n, module, path, args, kwargs, result):
     return _pool_node(nz, n.name, pooling.from_module(module, path), args[0], result)
 
 
+def _m_recurrent(nz, n, module, path, args, kwargs, result):
+    from coders.template import recurrent  # imported late: it builds on this module
+
+    return recurrent.trace_module(nz, n, module, path, args, kwargs, result)
+
+
 _MODULES: dict[type, Any] = {
     nn.Linear: _m_linear,
     nn.Conv1d: _m_conv, nn.Conv2d: _m_conv, nn.Conv3d: _m_conv,
@@ -1397,4 +1403,5 @@ _MODULES: dict[type, Any] = {
     nn.BCEWithLogitsLoss: _m_loss("binary_cross_entropy_with_logits"),
     nn.CosineSimilarity: _m_cosine,
     **{module: _m_pool for module in pooling.MODULES},
+    nn.LSTM: _m_recurrent, nn.GRU: _m_recurrent, nn.RNN: _m_recurrent,
 }

@@ -14,6 +14,7 @@ import re
 import textwrap
 
 from coders.template.emit import attention, cat, conv, conv_transpose, matmul, pointwise, pool, reduce, scan
+from coders.template.emit import recurrent as recurrent_emit
 from coders.template.emit.common import Writer
 from coders.template.emit.launch import Launcher, emit_configs
 from coders.template.ir import Kernel, ProgramIR, PyStep
@@ -22,7 +23,7 @@ from mtmc.tasks import Task
 
 _EMITTERS = {"pointwise": pointwise, "reduce": reduce, "matmul": matmul, "attention": attention,
              "conv": conv, "conv_transpose": conv_transpose, "pool": pool, "scan": scan, "argreduce": scan,
-             "cat": cat}
+             "cat": cat, "recurrent": recurrent_emit}
 _KNOWN = {"torch", "nn", "F", "math", "self", "super"} | set(dir(builtins))
 
 

@@ -1,0 +1,109 @@
+"""The template coder on sequence models (KernelBench level 3 beyond CNNs): recurrent layers (LSTM,
+GRU, RNN), against PyTorch on the CPU interpreter at small, odd sizes (batch 3, hidden sizes that
+are not a multiple of any block)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from coders.template import TemplateCoder
+from coders.template.emit.module import generate
+from coders.template.ir import ProgramIR
+from mtmc.program import Program
+from mtmc.strategies import PORT, Strategy
+from mtmc.tasks import Task, load_task
+from mtmc.verify import InterpreterVerifier
+from tests.coders.test_template import check, task_from_source
+
+TASKS = Path(__file__).parent / "tasks" / "seq"
+coder = TemplateCoder()
+
+
+def seq_task(name: str) -> Task:
+    return load_task(TASKS / f"{name}.py")
+
+
+def kinds(program: Program) -> list[str]:
+    return [k.kind for k in ProgramIR.from_dict(program.metadata["template_ir"]).kernels()]
+
+
+def with_blocks(task: Task, program: Program, **blocks: int) -> Program:
+    ir = ProgramIR.from_dict(program.metadata["template_ir"])
+    for kernel in ir.kernels():
+        if kernel.kind == "recurrent":
+            kernel.config.update(blocks)
+    return Program(generate(task, ir))
+
+
+@pytest.mark.parametrize("name, layers", [("lstm_stack", 2), ("gru_stack", 3), ("gru_bidirectional", 2)])
+def test_recurrent_layers_match_pytorch(name, layers, tmp_path):
+    """Each layer is an input projection over all steps (a matmul) and one recurrent kernel; with
+    16-wide blocks the hidden state spans two blocks and the product with W_hh two K steps."""
+    task = seq_task(name)
+    program = coder.apply(task, None, PORT)
+    assert kinds(program).count("recurrent") == layers and kinds(program).count("matmul") >= layers
+    check(task, program, tmp_path, tag="port")
+    check(task, with_blocks(task, program, BLOCK=16, BLOCK_K=16), tmp_path, tag="small")
+
+
+RNN_TASK = '''
+"""A two-layer bidirectional ReLU RNN, batch first, returning its output and h_n."""
+import torch
+import torch.nn as nn
+
+B, T, F, H = 4, 16, 8, 24
+
+
+class Model(nn.Module):
+    def __init__(self, features, hidden):
+        super().__init__()
+        self.rnn = nn.RNN(features, hidden, 2, nonlinearity="relu", batch_first=True, bidirectional=True)
+
+    def forward(self, x, h0):
+        return self.rnn(x, h0)
+
+
+def get_inputs():
+    return [torch.randn(B, T, F), torch.randn(4, B, H)]
+
+
+def get_init_inputs():
+    return [F, H]
+
+
+MTMC = {"cpu_sizes": [{"B": 3, "T": 5, "F": 7, "H": 17}]}
+'''
+
+
+def test_relu_rnn_matches_pytorch(tmp_path):
+    task = task_from_source(tmp_path, "rnn_relu", RNN_TASK)
+    check(task, coder.apply(task, None, PORT), tmp_path)
+
+
+def test_recurrent_kernel_steps_keep_it_correct(tmp_path):
+    """The recurrence dominates a long sequence: its menu holds hidden-state tiles of at least 16
+    (a tl.dot) and warps, no autotune (it launches once per step); fusion leaves it whole."""
+    task = seq_task("lstm_stack")
+    program = coder.apply(task, None, PORT)
+    legal = [str(s) for s in coder.legal_strategies(task, program)]
+    assert "tile BLOCK=16" in legal and "num_warps 8" in legal and "autotune" not in legal
+    assert not any(s.startswith("tile BLOCK=8") for s in legal)
+    tiled = coder.apply(task, program, Strategy.parse("tile BLOCK=16"))
+    check(task, tiled, tmp_path, tag="tiled")
+    while fusions := [s for s in coder.legal_strategies(task, program) if s.kind == "fuse"]:
+        program = coder.apply(task, program, fusions[0])
+    assert kinds(program).count("recurrent") == 2
+    check(task, program, tmp_path, tag="fused")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["lstm_stack", "gru_bidirectional"])
+def test_recurrent_ports_are_accepted_by_the_verifier(name):
+    """The real interpreter verifier (static rules, proof of work, seeds and a derived size): about
+    20 s a task on two busy cores."""
+    with InterpreterVerifier(timeout_s=300.0, seeds=2) as verifier:
+        task = seq_task(name)
+        verdict = verifier.verify(task, coder.apply(task, None, PORT))
+    assert verdict.ok, verdict.message
