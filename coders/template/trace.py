@@ -303,10 +303,9 @@ class _Normalizer:
         bad = [a for a in _flat([args, list(kwargs.values())]) if isinstance(a, _Unsupported)]
         if n.target in (operator.getitem, getattr) and isinstance(args[0], tuple | list):
             index = {"values": 0, "indices": 1}.get(args[1], args[1])
-            picked = args[0][index]
-            if isinstance(picked, _Unsupported):
-                raise unsupported(picked.what)
-            return picked
+            # an _Unsupported stays a value until something reads it (`out, _ = mha(x, x, x)`
+            # unpacks the attention weights too); a node reading it, or the result, raises
+            return args[0][index]
         if bad:
             raise unsupported(bad[0].what)
         if n.op == "call_module":
@@ -1370,6 +1369,24 @@ def _m_recurrent(nz, n, module, path, args, kwargs, result):
     return recurrent.trace_module(nz, n, module, path, args, kwargs, result)
 
 
+def _m_transformer(nz, n, module, path, args, kwargs, result):
+    from coders.template import transformer  # imported late: it builds on this module
+
+    handler = {nn.MultiheadAttention: transformer.trace_mha, nn.TransformerEncoder: transformer.trace_encoder,
+               nn.TransformerEncoderLayer: transformer.trace_encoder_layer}[type(module)]
+    return handler(nz, n, module, path, args, kwargs, result)
+
+
+def _h_unfold(nz: _Normalizer, name: str, op: str, b: dict, result: Any) -> Ref:
+    from coders.template import patches  # imported late: it builds on this module
+
+    return patches.trace_unfold(nz, name, op, b, result)
+
+
+_reg("unfold", ["*"], ".unfold")
+_HANDLERS["unfold"] = _h_unfold
+
+
 _MODULES: dict[type, Any] = {
     nn.Linear: _m_linear,
     nn.Conv1d: _m_conv, nn.Conv2d: _m_conv, nn.Conv3d: _m_conv,
@@ -1404,4 +1421,6 @@ _MODULES: dict[type, Any] = {
     nn.CosineSimilarity: _m_cosine,
     **{module: _m_pool for module in pooling.MODULES},
     nn.LSTM: _m_recurrent, nn.GRU: _m_recurrent, nn.RNN: _m_recurrent,
+    nn.MultiheadAttention: _m_transformer, nn.TransformerEncoder: _m_transformer,
+    nn.TransformerEncoderLayer: _m_transformer,
 }

@@ -12,6 +12,7 @@ from coders.template import TemplateCoder
 from coders.template.emit.module import generate
 from coders.template.ir import ProgramIR
 from mtmc.program import Program
+from mtmc.protocols import CoderError
 from mtmc.strategies import PORT, Strategy
 from mtmc.tasks import Task, load_task
 from mtmc.verify import InterpreterVerifier
@@ -107,3 +108,47 @@ def test_recurrent_ports_are_accepted_by_the_verifier(name):
         task = seq_task(name)
         verdict = verifier.verify(task, coder.apply(task, None, PORT))
     assert verdict.ok, verdict.message
+
+
+# --------------------------------------------------------------------------------------------------
+# attention modules and patches
+# --------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["mha", "encoder"])
+def test_attention_modules_match_pytorch(name, tmp_path):
+    """nn.MultiheadAttention (its head count changed by the CPU size: read at run time), and
+    nn.TransformerEncoder / EncoderLayer (relu, gelu, norm_first, batch_first) after a patch
+    embedding cut by Tensor.unfold: matmuls, one flash kernel per attention, layer norms."""
+    task = seq_task(name)
+    program = coder.apply(task, None, PORT)
+    assert "attention" in kinds(program) and ".unfold(" not in program.source
+    check(task, program, tmp_path)
+
+
+MHA_WEIGHTS_TASK = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(16, 2)
+
+    def forward(self, x):
+        return self.attn(x, x, x)[1]
+
+
+def get_inputs():
+    return [torch.rand(5, 2, 16)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_attention_weights_are_refused_only_when_used(tmp_path):
+    task = task_from_source(tmp_path, "mha_weights", MHA_WEIGHTS_TASK)
+    with pytest.raises(CoderError, match="attention weights"):
+        coder.apply(task, None, PORT)
