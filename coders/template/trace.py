@@ -36,6 +36,7 @@ import torch.nn.functional as F
 from coders.template import pooling
 from coders.template.ir import self_path
 from coders.template.ops import UNARY
+from coders.template.tracer import symbolic_trace
 from mtmc.protocols import CoderError
 from mtmc.tasks import Task
 
@@ -108,7 +109,7 @@ def trace(task: Task, sizes: dict | None = None) -> Graph:
     before = set(vars(model))
     try:
         with _traceable_factories():
-            gm = fx.symbolic_trace(model)
+            gm = symbolic_trace(model)
     except Exception as err:  # data-dependent control flow, unsupported Python on proxies, ...
         raise unsupported(f"tracing the reference failed ({type(err).__name__}: {err})") from None
     # fx keeps a tensor it meets while tracing (`torch.tensor(self.value)`) as a new attribute of the
@@ -439,7 +440,8 @@ def _has_tensor(nz: _Normalizer, args: Any, kwargs: Any) -> bool:
 # --------------------------------------------------------------------------------------------------
 
 _OPERATORS = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
-              operator.floordiv: "//", operator.mod: "%", operator.pow: "**"}
+              operator.floordiv: "//", operator.mod: "%", operator.pow: "**", operator.eq: "==",
+              operator.ne: "!=", operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: ">="}
 
 
 def render(value: Any) -> str:

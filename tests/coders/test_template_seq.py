@@ -152,3 +152,44 @@ def test_attention_weights_are_refused_only_when_used(tmp_path):
     task = task_from_source(tmp_path, "mha_weights", MHA_WEIGHTS_TASK)
     with pytest.raises(CoderError, match="attention weights"):
         coder.apply(task, None, PORT)
+
+
+# --------------------------------------------------------------------------------------------------
+# tracing: buffers, device checks, module aliases
+# --------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["causal_buffer", "netvlad_like"])
+def test_buffers_sliced_by_traced_sizes_and_device_checks_trace(name, tmp_path):
+    """A mask buffer sliced by the traced sequence length is a graph value (minGPT); a device
+    comparison before a raise is answered (NetVLAD, which also imports torch as `th`)."""
+    task = seq_task(name)
+    program = coder.apply(task, None, PORT)
+    assert "raise" not in program.source
+    check(task, program, tmp_path)
+
+
+DATA_BRANCH_TASK = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        if x.shape[0] > 2:  # a branch on a traced size: the program would hold one side only
+            return x * 2
+        return x
+
+
+def get_inputs():
+    return [torch.rand(4, 5)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_other_control_flow_on_traced_values_is_still_refused(tmp_path):
+    task = task_from_source(tmp_path, "data_branch", DATA_BRANCH_TASK)
+    with pytest.raises(CoderError, match="tracing the reference failed"):
+        coder.apply(task, None, PORT)

@@ -177,6 +177,7 @@ def constructor(task: Task) -> tuple[str, str]:
             [re.sub(r"super\(\s*Model\s*,", "super(ModelNew,", _segment(task.source, n)) for n in methods]
         init_text = "\n".join(part.rstrip() + "\n" for part in parts)
     constants = _module_constants(tree, task.source)
+    aliases = _module_aliases(tree)
     prelude: list[str] = []
     done: set[str] = set()
     # `Model` itself is rewritten (super(Model, self) -> super(ModelNew, self)), never copied.
@@ -192,6 +193,8 @@ def constructor(task: Task) -> tuple[str, str]:
             node, text = constants[name]
             prelude.insert(0, text)
             todo |= _free_names(node)
+        elif name in aliases:  # `import torch as th`: the program imports torch under its own name
+            prelude.insert(0, f"{name} = {aliases[name]}")
         elif name in classes and name != "Model":
             text, needs = _helper_class(classes[name], task.source)
             prelude.append(text)
@@ -214,6 +217,16 @@ def _module_constants(tree: ast.Module, source: str) -> dict[str, tuple[ast.AST,
                 isinstance(node.targets[0], ast.Name):
             out[node.targets[0].id] = (node, ast.get_source_segment(source, node))
     return out
+
+
+# modules the program imports itself (emit/module.py generate), by the name it gives them
+_IMPORTED = {"torch": "torch", "torch.nn": "nn", "torch.nn.functional": "F", "math": "math"}
+
+
+def _module_aliases(tree: ast.Module) -> dict[str, str]:
+    """Other names the task gives those modules (`import torch as th`): name -> the program's."""
+    return {a.asname: _IMPORTED[a.name] for node in tree.body if isinstance(node, ast.Import)
+            for a in node.names if a.asname and a.name in _IMPORTED and a.asname != _IMPORTED[a.name]}
 
 
 def _free_names(node: ast.AST) -> set[str]:
