@@ -185,4 +185,6 @@ def _pow(x: str, e: str, attrs: dict[str, Any]) -> str:
     # general case; like torch, NaN for a negative base with a non-integer exponent
     if attrs.get("base") is not None:
         return f"tl.exp2({e} * {literal(math.log2(attrs['base']))})"
-    return f"tl.exp2({e} * tl.log2({x}))"
+    # a constant exponent is an attribute: the body's second argument is then a placeholder 0
+    power = literal(exponent) if exponent is not None else e
+    return f"tl.exp2({power} * tl.log2({x}))"

@@ -1389,6 +1389,23 @@ _reg("unfold", ["*"], ".unfold")
 _HANDLERS["unfold"] = _h_unfold
 
 
+def _h_metric_loss(nz: _Normalizer, name: str, op: str, b: dict, result: Any) -> Ref:
+    from coders.template import metric_losses  # imported late: it builds on this module
+
+    return metric_losses.trace_function(nz, name, op, b, result)
+
+
+def _m_metric_loss(nz, n, module, path, args, kwargs, result):
+    from coders.template import metric_losses  # imported late: it builds on this module
+
+    return metric_losses.trace_module(nz, n, module, path, args, kwargs, result)
+
+
+_reg("pairwise_distance", ["*"], F.pairwise_distance, torch.pairwise_distance)
+_reg("triplet_margin_loss", ["*"], F.triplet_margin_loss)
+_HANDLERS["pairwise_distance"] = _HANDLERS["triplet_margin_loss"] = _h_metric_loss
+
+
 _MODULES: dict[type, Any] = {
     nn.Linear: _m_linear,
     nn.Conv1d: _m_conv, nn.Conv2d: _m_conv, nn.Conv3d: _m_conv,
@@ -1425,4 +1442,5 @@ _MODULES: dict[type, Any] = {
     nn.LSTM: _m_recurrent, nn.GRU: _m_recurrent, nn.RNN: _m_recurrent,
     nn.MultiheadAttention: _m_transformer, nn.TransformerEncoder: _m_transformer,
     nn.TransformerEncoderLayer: _m_transformer,
+    nn.PairwiseDistance: _m_metric_loss, nn.TripletMarginLoss: _m_metric_loss,
 }

@@ -193,3 +193,44 @@ def test_other_control_flow_on_traced_values_is_still_refused(tmp_path):
     task = task_from_source(tmp_path, "data_branch", DATA_BRANCH_TASK)
     with pytest.raises(CoderError, match="tracing the reference failed"):
         coder.apply(task, None, PORT)
+
+
+# --------------------------------------------------------------------------------------------------
+# distances and the triplet loss (KernelBench level 1)
+# --------------------------------------------------------------------------------------------------
+
+def test_triplet_margin_loss_and_distances_match_pytorch(tmp_path):
+    """p = 2 (a norm reduction), p = 1 with swap and no reduction, p = 3 with keepdim: PyTorch's
+    eps inside the difference, once the difference is fused into its reduction too."""
+    task = seq_task("triplet")
+    program = coder.apply(task, None, PORT)
+    check(task, program, tmp_path, tag="port")
+    while fusions := [s for s in coder.legal_strategies(task, program) if s.kind == "fuse"]:
+        program = coder.apply(task, program, fusions[0])
+    check(task, program, tmp_path, tag="fused")
+
+
+POWER_TASK = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x.pow(1.5), x ** (1 / 3), torch.pow(x, 7)
+
+
+def get_inputs():
+    return [torch.rand(3, 37) + 0.1]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_constant_non_integer_powers(tmp_path):
+    """A constant exponent outside the integer fast path was read from the body's placeholder
+    argument, 0: x ** 1.5 came out as 1."""
+    task = task_from_source(tmp_path, "powers", POWER_TASK)
+    check(task, coder.apply(task, None, PORT), tmp_path)
