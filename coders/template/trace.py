@@ -21,6 +21,7 @@ methods, torch.* functions and nn modules that mean the same op all map to one c
 from __future__ import annotations
 
 import contextlib
+import importlib
 import math
 import operator
 import re
@@ -1365,45 +1366,22 @@ def _m_pool(nz, n, module, path, args, kwargs, result):
     return _pool_node(nz, n.name, pooling.from_module(module, path), args[0], result)
 
 
-def _m_recurrent(nz, n, module, path, args, kwargs, result):
-    from coders.template import recurrent  # imported late: it builds on this module
-
-    return recurrent.trace_module(nz, n, module, path, args, kwargs, result)
-
-
-def _m_transformer(nz, n, module, path, args, kwargs, result):
-    from coders.template import transformer  # imported late: it builds on this module
-
-    handler = {nn.MultiheadAttention: transformer.trace_mha, nn.TransformerEncoder: transformer.trace_encoder,
-               nn.TransformerEncoderLayer: transformer.trace_encoder_layer}[type(module)]
-    return handler(nz, n, module, path, args, kwargs, result)
+def _late(module: str, function: str) -> Callable[..., Any]:
+    """A handler that lives in coders/template/<module>.py, which builds on this module: imported
+    when first called."""
+    def handler(*args: Any) -> Any:
+        return getattr(importlib.import_module(f"coders.template.{module}"), function)(*args)
+    return handler
 
 
-def _h_unfold(nz: _Normalizer, name: str, op: str, b: dict, result: Any) -> Ref:
-    from coders.template import patches  # imported late: it builds on this module
-
-    return patches.trace_unfold(nz, name, op, b, result)
-
-
+_m_recurrent = _late("recurrent", "trace_module")  # LSTM, GRU, RNN
+_m_transformer = _late("transformer", "trace_module")  # MultiheadAttention, TransformerEncoder(Layer)
+_m_metric_loss = _late("metric_losses", "trace_module")  # PairwiseDistance, TripletMarginLoss
 _reg("unfold", ["*"], ".unfold")
-_HANDLERS["unfold"] = _h_unfold
-
-
-def _h_metric_loss(nz: _Normalizer, name: str, op: str, b: dict, result: Any) -> Ref:
-    from coders.template import metric_losses  # imported late: it builds on this module
-
-    return metric_losses.trace_function(nz, name, op, b, result)
-
-
-def _m_metric_loss(nz, n, module, path, args, kwargs, result):
-    from coders.template import metric_losses  # imported late: it builds on this module
-
-    return metric_losses.trace_module(nz, n, module, path, args, kwargs, result)
-
-
 _reg("pairwise_distance", ["*"], F.pairwise_distance, torch.pairwise_distance)
 _reg("triplet_margin_loss", ["*"], F.triplet_margin_loss)
-_HANDLERS["pairwise_distance"] = _HANDLERS["triplet_margin_loss"] = _h_metric_loss
+_HANDLERS["unfold"] = _late("patches", "trace_unfold")
+_HANDLERS["pairwise_distance"] = _HANDLERS["triplet_margin_loss"] = _late("metric_losses", "trace_function")
 
 
 _MODULES: dict[type, Any] = {

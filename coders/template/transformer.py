@@ -29,6 +29,12 @@ MHA_PARAMS = ["query", "key", "value", "key_padding_mask", "need_weights", "attn
               "average_attn_weights", "is_causal"]
 
 
+def trace_module(nz, n, module: nn.Module, path: str, args: list, kwargs: dict, result: Any) -> Any:
+    handler = {nn.MultiheadAttention: trace_mha, nn.TransformerEncoder: trace_encoder,
+               nn.TransformerEncoderLayer: trace_encoder_layer}[type(module)]
+    return handler(nz, n, module, path, args, kwargs, result)
+
+
 def _meta(nz, like: Ref, shape: tuple[int, ...]) -> torch.Tensor:
     return torch.empty(shape, device="meta", dtype=nz.meta(like).dtype)
 
