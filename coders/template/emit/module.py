@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import ast
 import builtins
+import io
 import re
 import textwrap
+import tokenize
 
 from coders.template.emit import attention, cat, conv, conv_transpose, matmul, pointwise, pool, reduce, scan
 from coders.template.emit import recurrent as recurrent_emit
@@ -82,7 +84,8 @@ def generate(task: Task, ir: ProgramIR) -> str:
     for line in init.rstrip().splitlines():
         w(line)
     w()
-    w(f"def forward(self, {', '.join(ir.args)}):")
+    defaults = _forward_defaults(task)
+    w(f"def forward(self, {', '.join(a + defaults.get(a, '') for a in ir.args)}):")
     w.indent()
     for step in ir.steps:
         if isinstance(step, PyStep):
@@ -193,15 +196,30 @@ def constructor(task: Task) -> tuple[str, str]:
             node, text = constants[name]
             prelude.insert(0, text)
             todo |= _free_names(node)
-        elif name in aliases:  # `import torch as th`: the program imports torch under its own name
-            prelude.insert(0, f"{name} = {aliases[name]}")
+        elif name in aliases:  # `import torch as th`: renamed below (the verifier refuses `th = torch`)
+            continue
         elif name in classes and name != "Model":
             text, needs = _helper_class(classes[name], task.source)
             prelude.append(text)
             todo |= needs
         else:
             raise unsupported(f"Model.__init__ uses `{name}`, which the template coder cannot copy")
-    return init_text, "\n\n".join(prelude)
+    used = {k: v for k, v in aliases.items() if k in done}
+    return _rename(init_text, used), _rename("\n\n".join(prelude), used)
+
+
+def _forward_defaults(task: Task) -> dict[str, str]:
+    """`=<literal>` for each parameter of Model.forward with a constant default (`mask=None`): the
+    trace took the default's path, and a caller may leave the argument out, as get_inputs does."""
+    tree = ast.parse(task.source)
+    model = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"), None)
+    forward = next((f for f in getattr(model, "body", []) if isinstance(f, ast.FunctionDef) and
+                    f.name == "forward"), None)
+    if forward is None:
+        return {}
+    params = forward.args.posonlyargs + forward.args.args
+    pairs = zip(params[len(params) - len(forward.args.defaults):], forward.args.defaults, strict=True)
+    return {a.arg: f"={ast.unparse(d)}" for a, d in pairs if isinstance(d, ast.Constant)}
 
 
 def _segment(source: str, node: ast.AST) -> str:
@@ -221,6 +239,19 @@ def _module_constants(tree: ast.Module, source: str) -> dict[str, tuple[ast.AST,
 
 # modules the program imports itself (emit/module.py generate), by the name it gives them
 _IMPORTED = {"torch": "torch", "torch.nn": "nn", "torch.nn.functional": "F", "math": "math"}
+
+
+def _rename(text: str, names: dict[str, str]) -> str:
+    """`text` with each name token in `names` replaced (strings and comments left alone)."""
+    if not names or not text:
+        return text
+    lines = text.splitlines(keepends=True)
+    hits = [t for t in tokenize.generate_tokens(io.StringIO(text).readline)
+            if t.type == tokenize.NAME and t.string in names]
+    for t in reversed(hits):  # right to left: earlier columns stay valid
+        row, (start, end) = t.start[0] - 1, (t.start[1], t.end[1])
+        lines[row] = lines[row][:start] + names[t.string] + lines[row][end:]
+    return "".join(lines)
 
 
 def _module_aliases(tree: ast.Module) -> dict[str, str]:

@@ -1,4 +1,5 @@
-"""NetVLAD's forward as KernelBench writes it: torch imported as `th`, a device check that raises,
+"""NetVLAD's forward as KernelBench writes it: torch imported as `th`, an unused argument with a
+default, a device check that raises,
 soft assignment (matmul, batch norm over the batch, softmax, a slice) and normalized residuals."""
 import math
 
@@ -18,7 +19,7 @@ class Model(nn.Module):
         self.batch_norm = nn.BatchNorm1d(clusters + ghosts)
         self.clusters2 = nn.Parameter(scale * th.randn(1, features, clusters))
 
-    def forward(self, x):
+    def forward(self, x, mask=None):  # get_inputs leaves the mask out
         samples = x.size()[1]
         x = x.view(-1, self.features)
         if x.device != self.clusters.device:
