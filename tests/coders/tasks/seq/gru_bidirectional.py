@@ -23,4 +23,4 @@ def get_init_inputs():
     return [F, H]
 
 
-MTMC = {"cpu_sizes": [{"B": 3, "T": 6, "F": 9, "H": 17}]}
+MTMC = {"cpu_sizes": [{"B": 3, "T": 4, "F": 9, "H": 17}]}

@@ -25,4 +25,4 @@ def get_init_inputs():
     return [F, H, L]
 
 
-MTMC = {"cpu_sizes": [{"B": 3, "T": 5, "F": 11, "H": 19, "L": 2}]}
+MTMC = {"cpu_sizes": [{"B": 3, "T": 4, "F": 7, "H": 17, "L": 2}]}
