@@ -16,10 +16,11 @@ Gate order is PyTorch's: LSTM i, f, g, o; GRU r, z, n, with n = tanh(gx_n + r * 
 from __future__ import annotations
 
 from coders.template.emit.common import Writer
-from coders.template.emit.launch import Launcher, kernel_header, output_alloc, wrap_call
+from coders.template.emit.launch import Launcher, output_alloc, wrap_call
 from coders.template.ir import Kernel
 from coders.template.recurrent import GATES
 
+PER_STEP = ("t_fwd", "t_rev", "hp_off", "hp_dir", "hp_b", "last")
 PARAMS = ["gx_ptr", "whh_ptr", "bhh_ptr", "hp_ptr", "cp_ptr", "y_ptr", "hn_ptr", "cn_ptr", "B", "H",
           "t_fwd", "t_rev", "hp_off", "hp_dir", "hp_b", "s_gx_t", "s_gx_b", "s_y_t", "s_y_b", "last"]
 
@@ -30,7 +31,12 @@ def _tanh(x: str) -> str:
 
 def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
     gates = GATES[kernel.space["mode"]]
-    kernel_header(w, kernel, name, PARAMS, ["HAS_BIAS", "BLOCK_B", "BLOCK", "BLOCK_K"])
+    # the step's offsets change every launch: specializing on their values (1, multiples of 16)
+    # would compile several variants of one kernel
+    w(f"@triton.jit(do_not_specialize={list(PER_STEP)!r})")
+    constexprs = [f"{c}: tl.constexpr" for c in ("HAS_BIAS", "BLOCK_B", "BLOCK", "BLOCK_K")]
+    for line in wrap_call(f"def {name}", PARAMS + constexprs, ":", w.depth):
+        w(line)
     w.indent()
     w("pid_b = tl.program_id(0)")
     w("pid_h = tl.program_id(1)")
