@@ -15,7 +15,10 @@ methods, torch.* functions and nn modules that mean the same op all map to one c
     conv_transpose    ConvTranspose1d/2d/3d (+ bias), geometry read at run time (conv_transpose_lower.py)
     pool              max / average pooling, fixed or adaptive windows (coders/template/pooling.py);
     pool_indices      its argmax positions (return_indices)
-    attention         scaled dot-product attention
+    attention         scaled dot-product attention (nn.MultiheadAttention and transformer encoder
+                      layers trace to it with matmuls and norms: coders/template/transformer.py)
+    recurrent         one LSTM / GRU / RNN layer over a sequence (coders/template/recurrent.py);
+    recurrent_state   its h_n or c_n
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ class Ref:
 class GNode:
     name: str
     kind: str  # input | param | py | pw | red | matmul | conv | conv_transpose | attention | pool |
-    #            pool_indices
+    #            pool_indices | recurrent | recurrent_state
     op: str = ""
     args: list[Any] = field(default_factory=list)
     attrs: dict[str, Any] = field(default_factory=dict)
