@@ -138,7 +138,18 @@ def trace(task: Task, sizes: dict | None = None) -> Graph:
             _Recorder(gm).run(*inputs)
     except NotImplementedError as err:
         raise unsupported(f"an op with no meta kernel ({err})") from None
+    except Exception as err:  # the graph fx recorded does not run on the task's own inputs
+        raise unsupported(_replay_failure(gm, inputs, err)) from None
     return _Normalizer(task, gm, results, made_by_trace).run()
+
+
+def _replay_failure(gm: fx.GraphModule, inputs: list, err: Exception) -> str:
+    """Why the traced graph failed on the task's inputs, naming the forward parameters the task
+    leaves out: fx traced them as tensors, so a `param is None` branch went the other way."""
+    first = str(err).splitlines()[0] if str(err) else ""
+    names = [n.target for n in gm.graph.nodes if n.op == "placeholder"][len(inputs):]
+    left_out = f"; get_inputs leaves out {', '.join(names)}, traced as tensors" if names else ""
+    return f"the traced forward failed on the task's inputs ({type(err).__name__}: {first}{left_out})"
 
 
 # Tensor factories take no tensor argument, so fx cannot see a call whose sizes are traced values

@@ -236,3 +236,32 @@ def test_constant_non_integer_powers(tmp_path):
     argument, 0: x ** 1.5 came out as 1."""
     task = task_from_source(tmp_path, "powers", POWER_TASK)
     check(task, coder.apply(task, None, PORT), tmp_path)
+
+
+LEFT_OUT_TASK = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x, h0=None):
+        if h0 is None:
+            h0 = torch.zeros_like(x)
+        return x + h0
+
+
+def get_inputs():
+    return [torch.rand(4, 5)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_left_out_argument_traced_as_a_tensor_is_named(tmp_path):
+    """fx traces h0 as a tensor, so `h0 is None` took the other branch (KernelBench's 35_LSTM):
+    the refusal says so instead of the replay's AttributeError."""
+    task = task_from_source(tmp_path, "left_out", LEFT_OUT_TASK)
+    with pytest.raises(CoderError, match="get_inputs leaves out h0"):
+        coder.apply(task, None, PORT)
