@@ -218,6 +218,8 @@ def merged_kernel(ir: ProgramIR, producer: Kernel, consumer: Kernel) -> tuple[Ke
     host, guest = (consumer, producer) if prologue else (producer, consumer)
     if host.kind == "attention" or guest.kind in (*GEMM_KINDS, "attention"):
         raise NotFusable("attention, matmul and conv kernels only take elementwise epilogues")
+    if "recurrent" in (host.kind, guest.kind):
+        raise NotFusable("a recurrent layer's steps write its state for the next step, as it is")
     if "cat" in (host.kind, guest.kind):
         raise NotFusable("a concatenation copies its inputs as they are")
     if host.kind == "pointwise" and guest.kind == "reduce":

@@ -34,6 +34,10 @@ Kernel kinds and their `space` dict:
                                                           (coders/template/scans.py, emit/scan.py)
     cat        {"dim": d}                                  torch.cat of the operands along dim d, one
                                                           copy launch per operand (emit/cat.py); no body
+    recurrent  {"mode", "dirs", "batch_first", "roles"}    one LSTM / GRU / RNN layer over a sequence,
+                                                          one launch per time step; operands named by
+                                                          role (gx, whh, bhh, h0, c0), outputs y, h_n,
+                                                          c_n (coders/template/recurrent.py)
 """
 
 from __future__ import annotations
@@ -73,6 +77,7 @@ class Output:
 class Kernel:
     name: str
     kind: str  # pointwise | reduce | matmul | conv | conv_transpose | attention | pool | scan | argreduce
+    #            | cat | recurrent
     space: dict[str, Any]
     operands: list[Operand]
     body: list[Op]

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from coders.template import pooling, scans
+from coders.template import pooling, recurrent, scans
 from coders.template.conv_lower import lower_conv
 from coders.template.conv_transpose_lower import lower_conv_transpose
 from coders.template.ir import Kernel, Op, Operand, Output, ProgramIR, PyStep, self_path
@@ -71,8 +71,10 @@ def lower(graph: Graph) -> ProgramIR:
             ir.steps.append(pooling.lower_pool(graph, node, used))
         elif node.kind == "cat":
             ir.steps.append(_cat(graph, node))
-        elif node.kind == "pool_indices":
-            continue  # a second output of its pool's kernel
+        elif node.kind == "recurrent":
+            ir.steps.append(recurrent.lower_recurrent(graph, node, used))
+        elif node.kind in ("pool_indices", "recurrent_state"):
+            continue  # a second output of its pool's or recurrence's kernel
         elif node.kind in scans.WALK_KINDS:
             ir.steps.append(scans.lower_walk(graph, node))
         elif node.kind in ("flip", "zeros"):

@@ -185,4 +185,10 @@ def _pow(x: str, e: str, attrs: dict[str, Any]) -> str:
     # general case; like torch, NaN for a negative base with a non-integer exponent
     if attrs.get("base") is not None:
         return f"tl.exp2({e} * {literal(math.log2(attrs['base']))})"
-    return f"tl.exp2({e} * tl.log2({x}))"
+    if exponent is not None and float(exponent).is_integer():
+        # |x|^e, signed for an odd e: exp2(e * log2(x)) is NaN for every negative x
+        magnitude = f"tl.exp2({literal(exponent)} * tl.log2(tl.abs({x})))"
+        return f"tl.where({x} < 0.0, -{magnitude}, {magnitude})" if int(exponent) % 2 else magnitude
+    # a constant exponent is an attribute: the body's second argument is then a placeholder 0
+    power = literal(exponent) if exponent is not None else e
+    return f"tl.exp2({power} * tl.log2({x}))"

@@ -18,7 +18,7 @@ import copy
 import math
 from typing import Any
 
-from coders.template import conv_transpose_lower, fuse
+from coders.template import conv_transpose_lower, fuse, recurrent
 from coders.template.conv_lower import conv_flops, conv_gemm, library_ops, to_library
 from coders.template.emit import reduce as reduce_emit
 from coders.template.emit import scan as scan_emit
@@ -99,6 +99,9 @@ def cost(ir: ProgramIR, kernel: Kernel) -> float:
         q, v = ir.shape(kernel.space["q"]), ir.shape(kernel.space["v"])
         flops = 2 * _numel(q) * v[-2] + 2 * _numel(q[:-1]) * v[-2] * v[-1]
         dtype = ir.values[kernel.space["q"]]["dtype"]
+    elif kernel.kind == "recurrent":
+        flops, moved = recurrent.flops(kernel), moved + recurrent.moved(ir, kernel)
+        dtype = kernel.space["dtype"]
     # a kernel with fewer programs than SMs leaves the rest of the GPU idle
     occupancy = min(1.0, programs(ir, kernel) / SMS)
     return max(moved / PEAK_BYTES, flops / PEAK_FLOPS.get(dtype, 5.0e13)) / occupancy
@@ -128,6 +131,8 @@ def programs(ir: ProgramIR, kernel: Kernel) -> int:
         return groups * -(-m // cfg["BLOCK_M"]) * -(-n // cfg["BLOCK_N"])
     if kernel.kind == "conv_transpose":
         return conv_transpose_lower.programs(ir, kernel)
+    if kernel.kind == "recurrent":
+        return recurrent.programs(kernel)
     if kernel.kind in WALK_KINDS:
         d = kernel.space["dim"]
         if scan_emit.is_row(kernel):
@@ -247,6 +252,9 @@ def _knobs(ir: ProgramIR, task: Task, kernel: Kernel) -> list[Strategy]:
             menu += _conv_transpose_tiles(cfg)
             menu += [make("num_warps", w) for w in (2, 4, 8)]
             menu += [make("num_stages", s) for s in STAGES]
+    elif kernel.kind == "recurrent":  # a tl.dot block of the hidden state is at least 16
+        menu += [make("tile", BLOCK=b) for b in (16, 32, 64, 128)]
+        menu += [make("num_warps", w) for w in (2, 4, 8)]
     elif kernel.kind == "attention":
         if not tuned:
             bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
@@ -255,7 +263,8 @@ def _knobs(ir: ProgramIR, task: Task, kernel: Kernel) -> list[Strategy]:
                     menu.append(make("tile", BLOCK_M=m, BLOCK_N=n))
             menu += [make("num_warps", w) for w in (4, 8)]
             menu += [make("num_stages", s) for s in (1, 2, 3, 4)]
-    if kernel.kind not in ("matmul", "cat") and not tuned:  # a cat launches once per input
+    # a cat launches once per input, a recurrence once per time step
+    if kernel.kind not in ("matmul", "cat", "recurrent") and not tuned:
         menu.append(make("autotune"))
     return menu
 
@@ -419,7 +428,7 @@ def _configure(new: ProgramIR, task: Task, kernel: Kernel, strategy: Strategy) -
             raise CoderError(f"`{strategy}` does not fit the {kernel.kind} kernel {kernel.name}: "
                              f"it takes {' '.join(k + '=..' for k in allowed)}")
         _require(not cfg.get("autotune"), "the kernel is autotuned")
-        if uses_dot(kernel):
+        if uses_dot(kernel) or kernel.kind == "recurrent":
             _require(all(args[k] >= 16 for k in args), "tl.dot needs blocks of at least 16")
         # the row's block becomes the step's, not the form's (where the two differ)
         by_form = kernel.kind == "reduce" and not _is_column(kernel) and \

@@ -15,12 +15,16 @@ methods, torch.* functions and nn modules that mean the same op all map to one c
     conv_transpose    ConvTranspose1d/2d/3d (+ bias), geometry read at run time (conv_transpose_lower.py)
     pool              max / average pooling, fixed or adaptive windows (coders/template/pooling.py);
     pool_indices      its argmax positions (return_indices)
-    attention         scaled dot-product attention
+    attention         scaled dot-product attention (nn.MultiheadAttention and transformer encoder
+                      layers trace to it with matmuls and norms: coders/template/transformer.py)
+    recurrent         one LSTM / GRU / RNN layer over a sequence (coders/template/recurrent.py);
+    recurrent_state   its h_n or c_n
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import math
 import operator
 import re
@@ -36,6 +40,7 @@ import torch.nn.functional as F
 from coders.template import pooling
 from coders.template.ir import self_path
 from coders.template.ops import UNARY
+from coders.template.tracer import symbolic_trace
 from mtmc.protocols import CoderError
 from mtmc.tasks import Task
 
@@ -53,7 +58,7 @@ class Ref:
 class GNode:
     name: str
     kind: str  # input | param | py | pw | red | matmul | conv | conv_transpose | attention | pool |
-    #            pool_indices
+    #            pool_indices | recurrent | recurrent_state
     op: str = ""
     args: list[Any] = field(default_factory=list)
     attrs: dict[str, Any] = field(default_factory=dict)
@@ -108,7 +113,7 @@ def trace(task: Task, sizes: dict | None = None) -> Graph:
     before = set(vars(model))
     try:
         with _traceable_factories():
-            gm = fx.symbolic_trace(model)
+            gm = symbolic_trace(model)
     except Exception as err:  # data-dependent control flow, unsupported Python on proxies, ...
         raise unsupported(f"tracing the reference failed ({type(err).__name__}: {err})") from None
     # fx keeps a tensor it meets while tracing (`torch.tensor(self.value)`) as a new attribute of the
@@ -133,7 +138,18 @@ def trace(task: Task, sizes: dict | None = None) -> Graph:
             _Recorder(gm).run(*inputs)
     except NotImplementedError as err:
         raise unsupported(f"an op with no meta kernel ({err})") from None
+    except Exception as err:  # the graph fx recorded does not run on the task's own inputs
+        raise unsupported(_replay_failure(gm, inputs, err)) from None
     return _Normalizer(task, gm, results, made_by_trace).run()
+
+
+def _replay_failure(gm: fx.GraphModule, inputs: list, err: Exception) -> str:
+    """Why the traced graph failed on the task's inputs, naming the forward parameters the task
+    leaves out: fx traced them as tensors, so a `param is None` branch went the other way."""
+    first = str(err).splitlines()[0] if str(err) else ""
+    names = [n.target for n in gm.graph.nodes if n.op == "placeholder"][len(inputs):]
+    left_out = f"; get_inputs leaves out {', '.join(names)}, traced as tensors" if names else ""
+    return f"the traced forward failed on the task's inputs ({type(err).__name__}: {first}{left_out})"
 
 
 # Tensor factories take no tensor argument, so fx cannot see a call whose sizes are traced values
@@ -303,10 +319,9 @@ class _Normalizer:
         bad = [a for a in _flat([args, list(kwargs.values())]) if isinstance(a, _Unsupported)]
         if n.target in (operator.getitem, getattr) and isinstance(args[0], tuple | list):
             index = {"values": 0, "indices": 1}.get(args[1], args[1])
-            picked = args[0][index]
-            if isinstance(picked, _Unsupported):
-                raise unsupported(picked.what)
-            return picked
+            # an _Unsupported stays a value until something reads it (`out, _ = mha(x, x, x)`
+            # unpacks the attention weights too); a node reading it, or the result, raises
+            return args[0][index]
         if bad:
             raise unsupported(bad[0].what)
         if n.op == "call_module":
@@ -440,7 +455,8 @@ def _has_tensor(nz: _Normalizer, args: Any, kwargs: Any) -> bool:
 # --------------------------------------------------------------------------------------------------
 
 _OPERATORS = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
-              operator.floordiv: "//", operator.mod: "%", operator.pow: "**"}
+              operator.floordiv: "//", operator.mod: "%", operator.pow: "**", operator.eq: "==",
+              operator.ne: "!=", operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: ">="}
 
 
 def render(value: Any) -> str:
@@ -1364,6 +1380,24 @@ def _m_pool(nz, n, module, path, args, kwargs, result):
     return _pool_node(nz, n.name, pooling.from_module(module, path), args[0], result)
 
 
+def _late(module: str, function: str) -> Callable[..., Any]:
+    """A handler that lives in coders/template/<module>.py, which builds on this module: imported
+    when first called."""
+    def handler(*args: Any) -> Any:
+        return getattr(importlib.import_module(f"coders.template.{module}"), function)(*args)
+    return handler
+
+
+_m_recurrent = _late("recurrent", "trace_module")  # LSTM, GRU, RNN
+_m_transformer = _late("transformer", "trace_module")  # MultiheadAttention, TransformerEncoder(Layer)
+_m_metric_loss = _late("metric_losses", "trace_module")  # PairwiseDistance, TripletMarginLoss
+_reg("unfold", ["*"], ".unfold")
+_reg("pairwise_distance", ["*"], F.pairwise_distance, torch.pairwise_distance)
+_reg("triplet_margin_loss", ["*"], F.triplet_margin_loss)
+_HANDLERS["unfold"] = _late("patches", "trace_unfold")
+_HANDLERS["pairwise_distance"] = _HANDLERS["triplet_margin_loss"] = _late("metric_losses", "trace_function")
+
+
 _MODULES: dict[type, Any] = {
     nn.Linear: _m_linear,
     nn.Conv1d: _m_conv, nn.Conv2d: _m_conv, nn.Conv3d: _m_conv,
@@ -1397,4 +1431,8 @@ _MODULES: dict[type, Any] = {
     nn.BCEWithLogitsLoss: _m_loss("binary_cross_entropy_with_logits"),
     nn.CosineSimilarity: _m_cosine,
     **{module: _m_pool for module in pooling.MODULES},
+    nn.LSTM: _m_recurrent, nn.GRU: _m_recurrent, nn.RNN: _m_recurrent,
+    nn.MultiheadAttention: _m_transformer, nn.TransformerEncoder: _m_transformer,
+    nn.TransformerEncoderLayer: _m_transformer,
+    nn.PairwiseDistance: _m_metric_loss, nn.TripletMarginLoss: _m_metric_loss,
 }

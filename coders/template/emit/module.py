@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import ast
 import builtins
+import io
 import re
 import textwrap
+import tokenize
 
 from coders.template.emit import attention, cat, conv, conv_transpose, matmul, pointwise, pool, reduce, scan
+from coders.template.emit import recurrent as recurrent_emit
 from coders.template.emit.common import Writer
 from coders.template.emit.launch import Launcher, emit_configs
 from coders.template.ir import Kernel, ProgramIR, PyStep
@@ -22,7 +25,7 @@ from mtmc.tasks import Task
 
 _EMITTERS = {"pointwise": pointwise, "reduce": reduce, "matmul": matmul, "attention": attention,
              "conv": conv, "conv_transpose": conv_transpose, "pool": pool, "scan": scan, "argreduce": scan,
-             "cat": cat}
+             "cat": cat, "recurrent": recurrent_emit}
 _KNOWN = {"torch", "nn", "F", "math", "self", "super"} | set(dir(builtins))
 
 
@@ -85,7 +88,8 @@ def generate(task: Task, ir: ProgramIR) -> str:
     for line in init.rstrip().splitlines():
         w(line)
     w()
-    w(f"def forward(self, {', '.join(ir.args)}):")
+    defaults = _forward_defaults(task)
+    w(f"def forward(self, {', '.join(a + defaults.get(a, '') for a in ir.args)}):")
     w.indent()
     for step in ir.steps:
         if isinstance(step, PyStep):
@@ -221,6 +225,7 @@ def constructor(task: Task) -> tuple[str, str]:
             [re.sub(r"super\(\s*Model\s*,", "super(ModelNew,", _segment(task.source, n)) for n in methods]
         init_text = "\n".join(part.rstrip() + "\n" for part in parts)
     constants = _module_constants(tree, task.source)
+    aliases = _module_aliases(tree)
     prelude: list[str] = []
     done: set[str] = set()
     # `Model` itself is rewritten (super(Model, self) -> super(ModelNew, self)), never copied.
@@ -236,13 +241,30 @@ def constructor(task: Task) -> tuple[str, str]:
             node, text = constants[name]
             prelude.insert(0, text)
             todo |= _free_names(node)
+        elif name in aliases:  # `import torch as th`: renamed below (the verifier refuses `th = torch`)
+            continue
         elif name in classes and name != "Model":
             text, needs = _helper_class(classes[name], task.source)
             prelude.append(text)
             todo |= needs
         else:
             raise unsupported(f"Model.__init__ uses `{name}`, which the template coder cannot copy")
-    return init_text, "\n\n".join(prelude)
+    used = {k: v for k, v in aliases.items() if k in done}
+    return _rename(init_text, used), _rename("\n\n".join(prelude), used)
+
+
+def _forward_defaults(task: Task) -> dict[str, str]:
+    """`=<literal>` for each parameter of Model.forward with a constant default (`mask=None`): the
+    trace took the default's path, and a caller may leave the argument out, as get_inputs does."""
+    tree = ast.parse(task.source)
+    model = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"), None)
+    forward = next((f for f in getattr(model, "body", []) if isinstance(f, ast.FunctionDef) and
+                    f.name == "forward"), None)
+    if forward is None:
+        return {}
+    params = forward.args.posonlyargs + forward.args.args
+    pairs = zip(params[len(params) - len(forward.args.defaults):], forward.args.defaults, strict=True)
+    return {a.arg: f"={ast.unparse(d)}" for a, d in pairs if isinstance(d, ast.Constant)}
 
 
 def _segment(source: str, node: ast.AST) -> str:
@@ -258,6 +280,29 @@ def _module_constants(tree: ast.Module, source: str) -> dict[str, tuple[ast.AST,
                 isinstance(node.targets[0], ast.Name):
             out[node.targets[0].id] = (node, ast.get_source_segment(source, node))
     return out
+
+
+# modules the program imports itself (emit/module.py generate), by the name it gives them
+_IMPORTED = {"torch": "torch", "torch.nn": "nn", "torch.nn.functional": "F", "math": "math"}
+
+
+def _rename(text: str, names: dict[str, str]) -> str:
+    """`text` with each name token in `names` replaced (strings and comments left alone)."""
+    if not names or not text:
+        return text
+    lines = text.splitlines(keepends=True)
+    hits = [t for t in tokenize.generate_tokens(io.StringIO(text).readline)
+            if t.type == tokenize.NAME and t.string in names]
+    for t in reversed(hits):  # right to left: earlier columns stay valid
+        row, (start, end) = t.start[0] - 1, (t.start[1], t.end[1])
+        lines[row] = lines[row][:start] + names[t.string] + lines[row][end:]
+    return "".join(lines)
+
+
+def _module_aliases(tree: ast.Module) -> dict[str, str]:
+    """Other names the task gives those modules (`import torch as th`): name -> the program's."""
+    return {a.asname: _IMPORTED[a.name] for node in tree.body if isinstance(node, ast.Import)
+            for a in node.names if a.asname and a.name in _IMPORTED and a.asname != _IMPORTED[a.name]}
 
 
 def _free_names(node: ast.AST) -> set[str]:
