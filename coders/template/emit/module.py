@@ -62,21 +62,7 @@ def generate(task: Task, ir: ProgramIR) -> str:
         pool.emit_helpers(w)
     if any(isinstance(s, PyStep) and "_triangle(" in s.expr for s in ir.steps):
         _emit_triangle(w)
-    emitted: dict[str, str] = {}  # a kernel's canonical definition -> the name it was emitted under
-    for kernel in ir.kernels():
-        emitter = _EMITTERS[kernel.kind]
-        w()
-        name = kernel_name(kernel)
-        if kernel.config.get("autotune"):
-            hook = None
-            if kernel.kind == "matmul":
-                hook = matmul.emit_config_hook(w, kernel, name)
-            emit_configs(w, name, emitter.tuning_space(kernel), pre_hook=hook)
-            emitter.emit_kernel(w, kernel, name)
-        else:
-            name = _emit_once(w, emitter, kernel, emitted)
-        w()
-        emitter.emit_launcher(w, kernel, name, Launcher(ir, kernel, launcher_name(kernel)))
+    _emit_kernels(w, ir)
     if prelude:
         w()
         for line in prelude.rstrip().splitlines():
@@ -101,6 +87,25 @@ def generate(task: Task, ir: ProgramIR) -> str:
             w(f"{outs} = {launcher_name(step)}({', '.join(Launcher(ir, step, '').inputs)})")
     w(f"return {ir.result}")
     return _tidy(w.text())
+
+
+def _emit_kernels(w: Writer, ir: ProgramIR) -> None:
+    """Each kernel (once per canonical definition) with its launcher."""
+    emitted: dict[str, str] = {}  # a kernel's canonical definition -> the name it was emitted under
+    for kernel in ir.kernels():
+        emitter = _EMITTERS[kernel.kind]
+        w()
+        name = kernel_name(kernel)
+        if kernel.config.get("autotune"):
+            hook = None
+            if kernel.kind == "matmul":
+                hook = matmul.emit_config_hook(w, kernel, name)
+            emit_configs(w, name, emitter.tuning_space(kernel), pre_hook=hook)
+            emitter.emit_kernel(w, kernel, name)
+        else:
+            name = _emit_once(w, emitter, kernel, emitted)
+        w()
+        emitter.emit_launcher(w, kernel, name, Launcher(ir, kernel, launcher_name(kernel)))
 
 
 def _emit_once(w: Writer, emitter, kernel: Kernel, emitted: dict[str, str]) -> str:
