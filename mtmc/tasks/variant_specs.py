@@ -5,8 +5,10 @@ A row is `V(base, tag, note, **constants)`: the built-in `base` with those modul
 (sizes, `dtype`), named `<base>__<tag>`. Optional keys: `replace`, exact source edits (a reduction's
 `dim`), each of which must occur exactly once in the built-in; `cpu`, the CPU interpreter's size sets
 where the built-in's would not keep the variant's shape class (a tiny M stays tiny); `gpu`, the extra
-odd GPU shape where the derived one would not fit. Sizes keep the built-ins' scale (a few GB moved or
-~0.1-1 TFLOP), so the verifier still times milliseconds (docs/design.md, T7).
+odd GPU shape where the derived one would not fit. Sizes keep the built-ins' scale (0.1-4.5 GB of compulsory
+traffic, up to 1.7 TFLOP), so that none is dominated by launch overhead (docs/design.md, T7): with bytes
+at 3 TB/s and FLOPs at 50 (fp32) or 600 TFLOP/s, every variant needs 0.34 ms or more on an H100 (median
+1.4 ms). Estimated so, not measured: the trees recorded on a GPU will have the times.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ SPECS: tuple[Variant, ...] = (
     # --- pointwise ---------------------------------------------------------------------------------
     V("channel_affine_clamp_fp16", "bf16", "bf16 instead of fp16", dtype=BF16),
     V("channel_affine_clamp_fp16", "fp32", "fp32 instead of fp16, half the batch", dtype=F32, batch=48),
-    V("channel_affine_clamp_fp16", "few_channels", "3 channels, a large batch", channels=3, batch=2048),
+    V("channel_affine_clamp_fp16", "few_channels", "3 channels, a large batch", channels=3, batch=8192),
     V("gelu_mul_sigmoid", "narrow", "rows of 256", rows=786432, cols=256),
     V("gelu_mul_sigmoid", "wide", "96 rows of 2M", rows=96, cols=2097152),
     V("residual_relu_scale", "small_hw", "32x32 images, a larger batch", batch=768, height=32, width=32),
@@ -129,15 +131,15 @@ SPECS: tuple[Variant, ...] = (
       cpu=({"batch": 3, "in_features": 83, "out_features": 37, "dtype": F16},
            {"batch": 1, "in_features": 45, "out_features": 91, "dtype": F16})),
     V("matmul_fp16", "bf16", "bf16 instead of fp16", dtype=BF16),
-    V("matmul_fp16", "small_m", "M of 64", M=64, N=16384, K=16384,
+    V("matmul_fp16", "small_m", "M of 64", M=64, N=65536, K=16384,
       cpu=({"M": 5, "N": 37, "K": 89}, {"M": 2, "N": 83, "K": 47})),
     V("matmul_fp16", "tall_skinny", "a 1M x 256 A times 256 x 256", M=1048576, N=256, K=256,
       cpu=({"M": 509, "N": 13, "K": 37}, {"M": 383, "N": 29, "K": 19})),
-    V("matmul_fp16", "small_k", "K of 64", M=16384, N=16384, K=64,
+    V("matmul_fp16", "small_k", "K of 64", M=32768, N=32768, K=64,
       cpu=({"M": 61, "N": 37, "K": 5}, {"M": 29, "N": 83, "K": 16})),
     V("matmul_fp32", "small_m", "M of 32", M=32, N=16384, K=16384,
       cpu=({"M": 3, "N": 37, "K": 89}, {"M": 7, "N": 83, "K": 47})),
-    V("matmul_fp32", "small_k", "K of 32", M=8192, N=8192, K=32,
+    V("matmul_fp32", "small_k", "K of 32", M=32768, N=16384, K=32,
       cpu=({"M": 67, "N": 45, "K": 3}, {"M": 33, "N": 95, "K": 17})),
     V("matmul_fp32", "wide_n", "N of 64K, M of 256", M=256, N=65536, K=4096),
     V("matmul_large_k_fp16", "bf16", "bf16 instead of fp16", dtype=BF16),
@@ -147,8 +149,8 @@ SPECS: tuple[Variant, ...] = (
     V("matmul_tall_skinny", "wide_k", "K of 4096, N of 64", M=65536, K=4096, N=64),
     # --- linear_epilogue ---------------------------------------------------------------------------
     V("linear_gelu_bf16", "fp16", "fp16 instead of bf16", dtype=F16),
-    V("linear_gelu_bf16", "small_m", "a batch of 32 over a 0.5 GB weight", batch=32, in_features=8192,
-      out_features=32768,
+    V("linear_gelu_bf16", "small_m", "a batch of 32 over a 2 GB weight", batch=32, in_features=16384,
+      out_features=65536,
       cpu=({"batch": 3, "in_features": 83, "out_features": 61, "dtype": F16},
            {"batch": 5, "in_features": 29, "out_features": 95, "dtype": F16})),
     V("linear_relu_scale_residual", "small_m", "a batch of 64 over a 0.5 GB weight", batch=64,
@@ -158,20 +160,20 @@ SPECS: tuple[Variant, ...] = (
     V("linear_relu_scale_residual", "wide_out", "64K outputs from 1024 inputs", batch=1024, in_features=1024,
       out_features=65536),
     V("linear_swish_fp16", "bf16", "bf16 instead of fp16", dtype=BF16),
-    V("linear_swish_fp16", "small_m", "a batch of 32", batch=32, in_features=16384, out_features=16384,
+    V("linear_swish_fp16", "small_m", "a batch of 32", batch=32, in_features=16384, out_features=65536,
       cpu=({"batch": 3, "in_features": 71, "out_features": 47},
            {"batch": 5, "in_features": 37, "out_features": 89})),
     V("linear_swish_fp16", "tall", "a 2M batch through a 256 x 256 layer", batch=2097152, in_features=256,
       out_features=256),
     V("swiglu_fp16", "bf16", "bf16 instead of fp16", dtype=BF16),
-    V("swiglu_fp16", "small_m", "a batch of 32 over two 0.5 GB weights", batch=32, hidden=8192,
-      intermediate=28672,
+    V("swiglu_fp16", "small_m", "a batch of 32 over two 0.9 GB weights", batch=32, hidden=8192,
+      intermediate=57344,
       cpu=({"batch": 3, "hidden": 67, "intermediate": 89}, {"batch": 6, "hidden": 43, "intermediate": 29})),
     # --- bmm_softmax -------------------------------------------------------------------------------
     V("baddbmm_softmax", "small_k", "k of 16", k=16),
     V("baddbmm_softmax", "long_n", "m of 256, n of 16K", m=256, n=16384),
     V("bmm_softmax_fp16", "bf16", "bf16 instead of fp16", dtype=BF16),
-    V("bmm_softmax_fp16", "k128", "k of 128, half the batch", batch=64, k=128),
+    V("bmm_softmax_fp16", "k128", "k of 128, twice the batch", batch=256, k=128),
     V("bmm_softmax_fp16", "short", "512 x 512 scores, a large batch", batch=2048, m=512, n=512),
     # --- attention ---------------------------------------------------------------------------------
     V("attention_causal_fp16", "bf16", "bf16 instead of fp16", dtype=BF16),
