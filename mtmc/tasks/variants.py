@@ -28,7 +28,6 @@ BUILTIN_DIR = Path(__file__).parent / "builtin"
 # Memory-bound elementwise, row-softmax and GEMM-epilogue families, each with a near relative on the
 # train side (pointwise, reduction, matmul), so the eval split asks for transfer, not for the unknown.
 EVAL_FAMILIES = frozenset({"activation", "softmax", "bmm_softmax", "linear_epilogue"})
-SEPARATOR = "__"
 
 
 def variant_names() -> list[str]:
