@@ -4,8 +4,9 @@
 out: `mtmc train` builds its SFT and GRPO examples with the same two functions, so training sees
 exactly what inference sees. `score_completions` scores every legal step's canonical text as a
 completion of the prompt (the sum of its tokens' log-probabilities, end-of-sequence included, in one
-batched forward), for any (model, tokenizer); `sample_index` turns scores into a choice the same way
-at inference and in GRPO's legal rollout; `load_policy` loads a checkpoint folder or a hub id.
+batched forward; or their mean, `scoring="mean"`, see SCORINGS), for any (model, tokenizer);
+`sample_index` turns scores into a choice the same way at inference and in GRPO's legal rollout;
+`load_policy` loads a checkpoint folder or a hub id.
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ PROMPT_END = "next:"
 # FLOP per compulsory byte above which the prompt calls a task compute-bound: the fp32 ridge of an
 # H100 is ~15 (the heuristic planner uses the same 20 for its matmul recipe).
 COMPUTE_BOUND_INTENSITY = 20.0
+# How a completion's token log-probabilities become its score. "sum" is the completion's likelihood, so
+# every extra token costs: `stop` (one token and the eos) outranks a five-token `tile ...` that the model
+# rates as likely per token. "mean" (length-normalised) compares the steps per token instead.
+SCORINGS = ("sum", "mean")
 
 
 class CheckpointError(ValueError):
@@ -140,8 +145,18 @@ class ScoredCompletion:
 
     @property
     def score(self) -> float:
-        """log p(completion + eos | prompt): what LMPlanner ranks the legal steps by."""
+        """log p(completion + eos | prompt): what LMPlanner ranks the legal steps by (scoring="sum")."""
         return self.logprobs.sum().item()
+
+    @property
+    def mean_score(self) -> float:
+        """The mean log-probability per token, eos included (scoring="mean")."""
+        return self.logprobs.mean().item()
+
+    def scored(self, scoring: str) -> float:
+        if scoring not in SCORINGS:
+            raise ValueError(f"scoring must be one of {SCORINGS}, got {scoring!r}")
+        return self.score if scoring == "sum" else self.mean_score
 
 
 def score_completions(model: Any, tokenizer: Any, prompt: str,

@@ -9,6 +9,7 @@ from pathlib import Path
 import torch
 
 from mtmc.tasks.task import Task, TaskError, task_from_file
+from mtmc.tasks.variants import is_variant, variant_names, variant_task
 
 BUILTIN_DIR = Path(__file__).parent / "builtin"
 SPLITS = ("train", "eval")
@@ -18,14 +19,21 @@ def builtin_names() -> list[str]:
     return sorted(p.stem for p in BUILTIN_DIR.glob("*.py") if not p.stem.startswith("_"))
 
 
+# suites named by a word: their task names, each loadable by `load_task`
+NAMED_SUITES: dict[str, Callable[[], list[str]]] = {"builtin": builtin_names, "variants": variant_names}
+
+
 def load_task(ref: str | Path) -> Task:
-    """A task from a built-in name (`softmax`) or a path to a KernelBench-format file."""
+    """A task from a built-in name (`softmax`), a variant's (`matmul_fp16__small_m`) or a path to a
+    KernelBench-format file."""
     ref = str(ref)
     path = Path(ref)
     if path.suffix == ".py" or path.exists():
         task = task_from_file(path)
     elif ref in builtin_names():
         task = task_from_file(BUILTIN_DIR / f"{ref}.py")
+    elif is_variant(ref):
+        task = variant_task(ref)
     else:
         raise TaskError(f"{ref}: not a task file and not a built-in task (see `mtmc tasks`)")
     validate(task)
@@ -42,7 +50,7 @@ class BrokenTask:
 
 
 def load_suite(ref: str | Path) -> list[Task]:
-    """`builtin`, `builtin:train`, `builtin:eval`, a folder of task files, or one task.
+    """`builtin` or `variants` (`:train` or `:eval` for one split), a folder of task files, or one task.
 
     Raises the first broken file's TaskError; `scan_suite` keeps them instead.
     """
@@ -60,12 +68,12 @@ def scan_suite(ref: str | Path, on_load: Callable[[int, int, Task | BrokenTask],
     `on_load(i, n, entry)` follows a folder's loading file by file (checking a large task takes seconds).
     """
     ref = str(ref)
-    if ref == "builtin" or ref.startswith("builtin:"):
-        split = ref.partition(":")[2] or None
-        if split is not None and split not in SPLITS:
+    suite, _, split = ref.partition(":")
+    if suite in NAMED_SUITES:
+        if split and split not in SPLITS:
             raise TaskError(f"{ref}: unknown split {split!r}; use one of {SPLITS}")
-        tasks = [load_task(name) for name in builtin_names()]
-        return [t for t in tasks if split is None or t.split == split]
+        tasks = [load_task(name) for name in NAMED_SUITES[suite]()]
+        return [t for t in tasks if not split or t.split == split]
     path = Path(ref)
     if path.is_dir():
         files = sorted(p for p in path.glob("*.py") if not p.stem.startswith("_"))

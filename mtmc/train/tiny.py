@@ -1,12 +1,14 @@
-"""A tiny random Llama and a word-level tokenizer built here: `mtmc train model=tiny` smoke runs and tests.
+"""A tiny random Llama and its tokenizer, built here: `mtmc train model=tiny` smoke runs and tests.
 
     model, tokenizer = build_tiny(texts)     # texts: the prompts and completions it will see
 
-Nothing is downloaded. The vocabulary is the whitespace-separated words of `texts` plus every
-strategy kind, so the planner's prompts and strategies tokenize into whole words and decode back to
-the exact canonical text (`tile BLOCK=1024` is two tokens, `tile` and `BLOCK=1024`). Words outside
-the vocabulary read as `<unk>`. Llama rather than Qwen2: transformers' AutoTokenizer swaps in the
-Qwen2 BPE tokenizer class for a `qwen2` checkpoint, which cannot read a word-level vocabulary.
+Nothing is downloaded. The vocabulary (mtmc/train/tokenizer.py) holds the whitespace-separated words
+of `texts` plus every strategy kind as whole tokens, so the planner's prompts and strategies tokenize
+into whole words and decode back to the exact canonical text (`tile BLOCK=1024` is two tokens, `tile`
+and `BLOCK=1024`); a word outside them is spelled in pieces (letter runs, digits, characters), never
+`<unk>`, so the model can read a task it was not built on. Llama rather than Qwen2: transformers'
+AutoTokenizer swaps in the Qwen2 BPE tokenizer class for a `qwen2` checkpoint, which cannot read this
+vocabulary.
 """
 
 from __future__ import annotations
@@ -14,17 +16,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import torch
-from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-from mtmc.strategies import KINDS
-
-PAD, EOS, UNK = "<pad>", "<eos>", "<unk>"
+from mtmc.train.tokenizer import piece_tokenizer
 
 
 def build_tiny(texts: Iterable[str], *, hidden_size: int = 64, num_layers: int = 2,
                seed: int = 0) -> tuple[LlamaForCausalLM, PreTrainedTokenizerFast]:
-    tokenizer = word_tokenizer(texts)
+    tokenizer = piece_tokenizer(texts)
     torch.manual_seed(seed)  # the random weights depend only on the seed
     config = LlamaConfig(
         vocab_size=len(tokenizer), hidden_size=hidden_size, intermediate_size=2 * hidden_size,
@@ -36,12 +35,3 @@ def build_tiny(texts: Iterable[str], *, hidden_size: int = 64, num_layers: int =
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     return model, tokenizer
-
-
-def word_tokenizer(texts: Iterable[str]) -> PreTrainedTokenizerFast:
-    words = sorted({word for text in texts for word in text.split()} | set(KINDS))
-    tokens = [PAD, EOS, UNK, *(w for w in words if w not in (PAD, EOS, UNK))]
-    vocab = {token: i for i, token in enumerate(tokens)}
-    core = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))
-    core.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    return PreTrainedTokenizerFast(tokenizer_object=core, pad_token=PAD, eos_token=EOS, unk_token=UNK)

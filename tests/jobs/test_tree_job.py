@@ -68,3 +68,13 @@ def test_mtmc_tree_record_from_the_command_line(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert [r["status"] for r in read_rows(path)] == ["ok", "ok"]
     assert "2 programs judged now" in done.stdout
+
+
+def test_record_takes_the_variants_suite(tmp_path):
+    path = tmp_path / "tree.jsonl"
+    names = ["softmax_lastdim__dim0", "sum_lastdim__narrow"]
+    cfg = composed("tree", ["action=record", "suite=variants", f"tasks=[{','.join(names)}]", f"tree={path}",
+                            "depth=1", "split=eval"])
+    cfg.verifier = OmegaConf.create({"_target_": "tests.tree.fakes.DigestVerifier"})
+    assert run(cfg).judged > 1
+    assert load_tree(path).tasks == ["softmax_lastdim__dim0"]  # sum_lastdim's family is on the train side

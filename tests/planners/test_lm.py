@@ -14,6 +14,7 @@ import torch
 
 from mtmc.lm_policy import (
     CheckpointError,
+    ScoredCompletion,
     completion_text,
     render_prompt,
     state_prompt,
@@ -160,3 +161,30 @@ def test_broken_checkpoint_is_a_clear_error(tmp_path, checkpoint):
     (tmp_path / "config.json").write_text((checkpoint / "config.json").read_text())
     with pytest.raises(CheckpointError, match="cannot load the planner checkpoint"):
         LMPlanner(str(tmp_path))
+
+
+# ---------------------------------------------------------------------------------------------------
+# length-normalised scoring
+
+
+def test_mean_scoring_lifts_a_longer_step_that_sum_scoring_loses_to_stop():
+    # per-token log-probabilities: a three-token step likely per token, `stop` less likely per token
+    tile = ScoredCompletion([0], [1, 2, 3], torch.tensor([-1.0, -1.0, -0.1]))
+    stop = ScoredCompletion([0], [4, 3], torch.tensor([-1.5, -0.1]))
+    assert stop.scored("sum") > tile.scored("sum")  # -1.6 > -2.1: the shorter wins on likelihood
+    assert tile.scored("mean") > stop.scored("mean")  # -0.7 > -0.8: per token the longer one wins
+    with pytest.raises(ValueError, match="scoring"):
+        tile.scored("max")
+
+
+def test_the_planner_scores_by_its_scoring(checkpoint):
+    summed, mean = LMPlanner(str(checkpoint)), LMPlanner(str(checkpoint), scoring="mean")
+    prompt = render_prompt(SUMMARY, HISTORY, 10)
+    completions = [completion_text(t) for t in MENUS[2]]
+    rows, starts = tokenize_completions(summed.tokenizer, prompt, completions)
+    lengths = [len(row) - start for row, start in zip(rows, starts, strict=True)]
+    assert len(set(lengths)) > 1  # steps of several lengths, or the two scorings would agree
+    expected = [s / n for s, n in zip(summed.score(prompt, completions), lengths, strict=True)]
+    assert mean.score(prompt, completions) == pytest.approx(expected, abs=1e-5)
+    with pytest.raises(ValueError, match="scoring"):
+        LMPlanner(str(checkpoint), scoring="max")
