@@ -49,6 +49,7 @@ from rich.console import Console
 from mtmc.bench.metrics import ROW_FIELDS, Row, error_row, missing_row, task_row
 from mtmc.bench.results import progress_line
 from mtmc.bench.roofline import Calibration
+from mtmc.budgets import Budgets
 from mtmc.optimize import CHECKPOINTS, THREAD_ID, RunStopped, run_optimize
 from mtmc.protocols import Coder, Planner, Verifier
 from mtmc.report import write_atomic
@@ -75,7 +76,7 @@ class BenchJob:
 
     out_dir: Path
     roles: dict[str, dict[str, Any]]  # planner / coder / verifier `_target_` configs
-    optimize: dict[str, Any]  # run_optimize keywords; `reward` as a `_target_` config
+    optimize: dict[str, Any]  # the Budgets' fields, and `reward` as a `_target_` config (as recorded)
     calibrations: list[Calibration]
 
 
@@ -156,7 +157,8 @@ def run_task(task: Task, roles: Roles, job: BenchJob) -> Row:
         # The per-attempt lines of optimize go to the task's log: with several GPUs they would interleave.
         with (folder / "optimize.log").open("a") as log:
             result = run_optimize(task, roles.planner, roles.coder, roles.verifier, folder,
-                                  **{**job.optimize, "reward": instantiate(job.optimize["reward"])},
+                                  budgets=Budgets.from_config(job.optimize),
+                                  reward=instantiate(job.optimize["reward"]),
                                   resume=has_checkpoint(folder), console=Console(file=log, width=120))
         row = task_row(task, result.result, result.trajectory, time.monotonic() - start, job.calibrations)
     except RunStopped:
