@@ -22,7 +22,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from mtmc.budgets import RULES, budget_problem, register_configs
 
-GROUPS = ("planner", "coder", "verifier")
+GROUPS = ("planner", "coder", "verifier", "experiment")
 _ABSENT = object()
 FILLED_BY_JOB = {"train": {"planner.checkpoint"}}  # `???` keys the job sets itself (the one it trains)
 
