@@ -16,6 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: 
 
 from rich.console import Console  # noqa: E402
 
+from mtmc.budgets import Budgets  # noqa: E402
 from mtmc.optimize import CHECKPOINTS, run_optimize  # noqa: E402
 from tests.graph.fakes import TaggedVerifier, tiny_task  # noqa: E402
 from tests.scripted_coder import ScriptedCoder  # noqa: E402
@@ -27,7 +28,8 @@ def measure(steps: int) -> tuple[int, int]:
     plan = ["port"] + ["tile BLOCK=1024"] * (steps - 1)
     coder = ScriptedCoder({"port": ["ok@2.0"], "tile BLOCK=1024": ["ok@3.0"]})
     run_optimize(tiny_task(), ScriptedPlanner(plan), coder, TaggedVerifier(eager_ms=2.0), out,
-                 max_steps=steps, max_retries=0, time_limit_s=600.0, console=Console(file=io.StringIO()))
+                 budgets=Budgets(max_steps=steps, max_retries=0, time_limit_s=600.0),
+                 console=Console(file=io.StringIO()))
     with sqlite3.connect(out / CHECKPOINTS) as db:
         rows = db.execute("SELECT COUNT(*) FROM checkpoints").fetchone()[0]
     return rows, sum(p.stat().st_size for p in out.glob(CHECKPOINTS + "*"))  # with -wal and -shm

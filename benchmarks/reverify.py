@@ -14,13 +14,16 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
 from pathlib import Path
 
-from mtmc.program import Program
-from mtmc.tasks import load_task
-from mtmc.verify.bench_latency import percentile
-from mtmc.verify.verifier import LocalVerifier
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: benchmarks/ is not installed
+
+from benchmarks.bench_latency import percentile  # noqa: E402
+from mtmc.program import Program  # noqa: E402
+from mtmc.tasks import load_task  # noqa: E402
+from mtmc.verify.verifier import LocalVerifier  # noqa: E402
 
 
 def latest_kernels(runs: list[str]) -> dict[str, Path]:

@@ -20,6 +20,7 @@ from pathlib import Path
 from rich.console import Console
 
 from coders.template import TemplateCoder
+from mtmc.budgets import Budgets
 from mtmc.optimize import run_optimize
 from mtmc.tasks import load_suite
 from mtmc.verify import LocalVerifier
@@ -48,7 +49,8 @@ def main() -> None:
             row = {"task": task.name, "family": task.meta.get("family"), "split": task.split}
             try:
                 result = run_optimize(task, HeuristicPlanner(), TemplateCoder(), verifier, runs / task.name,
-                                      max_steps=args.max_steps, max_retries=1, time_limit_s=args.time_limit_s,
+                                      budgets=Budgets(max_steps=args.max_steps, max_retries=1,
+                                                      time_limit_s=args.time_limit_s),
                                       console=console)
                 port = next((r for r in result.trajectory if r["strategy"] == "port"), None)
                 row.update(port=port and port["verdict"], final=result.verdict and result.verdict.to_dict(),

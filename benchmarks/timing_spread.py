@@ -3,7 +3,7 @@
     python benchmarks/timing_spread.py --rounds 8 --out spread.json [--variants base batched ...]
 
 Each round forks one fresh child per variant (as the verifier does: CUDA initialised in the child
-only), times the same 1M-element pointwise Triton kernel (the one `mtmc.verify.bench_latency` uses)
+only), times the same 1M-element pointwise Triton kernel (the one `benchmarks/bench_latency.py` uses)
 and reports the median, min and max of its per-call times; rounds are interleaved with idle gaps
 like the verifier's. The spread of the medians across children (max/min) is what issue 4's target
 (< 1.05) is about.

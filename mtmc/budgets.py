@@ -4,7 +4,7 @@
 `mtmc train` (its eval, under `eval.`) take its fields as keys of their config, `max_steps=6`:
 
     budgets = Budgets.from_config(cfg)          # one per job, checked on construction
-    run_optimize(..., **budgets.keywords(), reward=instantiate(cfg.reward))
+    run_optimize(..., budgets=budgets, reward=instantiate(cfg.reward))
 
 The job configs do not repeat the keys: their defaults lists merge the structured configs
 registered here (`register_configs`), `budgets@_global_: default` (`budgets@eval: default` for the
@@ -66,7 +66,7 @@ class Budgets:
         return cls(**{field.name: cfg[field.name] for field in dataclasses.fields(cls)})
 
     def keywords(self) -> dict[str, Any]:
-        """As `run_optimize` keywords (and in a bench folder's record)."""
+        """As plain data: a run's result.json and a bench folder's record."""
         return dataclasses.asdict(self)
 
 

@@ -22,7 +22,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from mtmc.budgets import RULES, budget_problem, register_configs
 
-GROUPS = ("planner", "coder", "verifier")
+GROUPS = ("planner", "coder", "verifier", "experiment")
 _ABSENT = object()
 FILLED_BY_JOB = {"train": {"planner.checkpoint"}}  # `???` keys the job sets itself (the one it trains)
 
@@ -30,13 +30,13 @@ FILLED_BY_JOB = {"train": {"planner.checkpoint"}}  # `???` keys the job sets its
 def check_overrides(job: str, overrides: Sequence[str], conf_dir: str) -> None:
     """Compose the job's config as Hydra will and check it; raise SystemExit with one line if wrong."""
     for override in overrides:
-        _check_group_choice(job, override, Path(conf_dir))
+        check_group_choice(job, override, Path(conf_dir))
     register_configs()  # the budgets and reward nodes the job configs' defaults lists name
     try:
         with initialize_config_dir(config_dir=conf_dir, version_base="1.3", job_name=job):
             cfg = compose(config_name=job, overrides=list(overrides))
     except (HydraException, OmegaConfBaseException) as err:
-        raise SystemExit(f"mtmc {job}: {_first_line(err)}") from None
+        raise SystemExit(f"mtmc {job}: {first_line(err)}") from None
     check_values(job, cfg)
 
 
@@ -69,7 +69,7 @@ def _missing_keys(cfg: DictConfig, prefix: str = "") -> list[str]:
     return keys
 
 
-def _check_group_choice(job: str, override: str, conf_dir: Path) -> None:
+def check_group_choice(job: str, override: str, conf_dir: Path) -> None:
     # Hydra's own message for this spans a dozen lines and lists its search path.
     key, _, value = override.partition("=")
     if key not in GROUPS or not value:
@@ -80,7 +80,7 @@ def _check_group_choice(job: str, override: str, conf_dir: Path) -> None:
             raise SystemExit(f"mtmc {job}: {key}={choice}: no such {key}; choose one of {', '.join(options)}")
 
 
-def _first_line(err: BaseException) -> str:
+def first_line(err: BaseException) -> str:
     # "Could not override 'max_stepz'." says little alone; its cause says "Key 'max_stepz' is not in struct".
     text = (str(err).strip().splitlines() or [type(err).__name__])[0]
     if err.__cause__ is not None and str(err.__cause__).strip():

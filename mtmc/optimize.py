@@ -1,7 +1,7 @@
 """`run_optimize`: one task through the plan -> code -> verify loop, checkpointed, into a run folder.
 
-    result = run_optimize(task, planner, coder, verifier, "runs/softmax/1", max_steps=12,
-                          max_retries=1, time_limit_s=3600)
+    result = run_optimize(task, planner, coder, verifier, "runs/softmax/1",
+                          budgets=Budgets(max_steps=12, max_retries=1, time_limit_s=3600))
     result = run_optimize(..., resume=True)   # after a crash: continue from the last finished node
 
 The graph's state is checkpointed to `<out_dir>/checkpoints.sqlite` after every node (one thread per
@@ -13,7 +13,6 @@ resumed run's files equal an uninterrupted run's: the same steps, none lost, non
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +22,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from rich.console import Console
 from rich.status import Status
 
+from mtmc.budgets import Budgets
 from mtmc.graph import Context, build_graph, initial_state, run_config
 from mtmc.graph.context import Event
 from mtmc.program import Program
@@ -35,6 +35,7 @@ from mtmc.verify.verdict import Verdict
 CHECKPOINTS = "checkpoints.sqlite"
 THREAD_ID = "optimize"  # one run per folder, so the thread id is a constant
 DEFAULT_REWARD = RewardConfig()  # frozen, so one shared default is safe
+DEFAULT_BUDGETS = Budgets()  # frozen too
 
 
 class RunStopped(Exception):
@@ -62,15 +63,14 @@ class OptimizeResult:
 
 
 def run_optimize(task: Task, planner: Planner, coder: Coder, verifier: Verifier, out_dir: str | Path, *,
-                 max_steps: int, max_retries: int, time_limit_s: float | None,
-                 reward: RewardConfig = DEFAULT_REWARD, resume: bool = False,
-                 console: Console | None = None) -> OptimizeResult:
+                 budgets: Budgets = DEFAULT_BUDGETS, reward: RewardConfig = DEFAULT_REWARD,
+                 resume: bool = False, console: Console | None = None) -> OptimizeResult:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     if resume and not (out_dir / CHECKPOINTS).is_file():
         raise FileNotFoundError(f"{out_dir}: no {CHECKPOINTS}, so there is no run to resume")
     console = console or Console(stderr=True)
-    config = run_config(THREAD_ID, max_steps=max_steps, max_retries=max_retries)
+    config = run_config(THREAD_ID, budgets)
 
     with LatestCheckpointSaver.from_conn_string(str(out_dir / CHECKPOINTS)) as saver:
         graph = build_graph().compile(checkpointer=saver)
@@ -81,8 +81,7 @@ def run_optimize(task: Task, planner: Planner, coder: Coder, verifier: Verifier,
             raise ValueError(f"{out_dir} already holds a run; pass resume=True or use a fresh folder")
         progress = _Progress(out_dir / TRAJECTORY, console, snapshot.values.get("trajectory", []))
         context = Context(task=task, planner=planner, coder=coder, verifier=verifier, reward=reward,
-                          max_steps=max_steps, max_retries=max_retries,
-                          time_limit_s=math.inf if time_limit_s is None else time_limit_s, on_event=progress)
+                          budgets=budgets, on_event=progress)
         # Not snapshot.next: it leaves out a node whose writes were saved before the kill came (the
         # node ended, the checkpoint after it was not written yet), so a run killed right then would
         # look finished. snapshot.tasks keeps that node, and invoke(None) applies its saved writes.
@@ -102,8 +101,7 @@ def run_optimize(task: Task, planner: Planner, coder: Coder, verifier: Verifier,
                 raise RunStopped(out_dir, graph.get_state(config).values.get("step", 0), why) from err
         state = graph.get_state(config).values
 
-    budgets = {"max_steps": max_steps, "max_retries": max_retries, "time_limit_s": time_limit_s}
-    result = write_outputs(out_dir, state, budgets)
+    result = write_outputs(out_dir, state, budgets.keywords())
     progress.done(result)
     return OptimizeResult(
         out_dir=out_dir,

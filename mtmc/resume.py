@@ -7,7 +7,8 @@ The run's own command-line overrides are in `<run folder>/.hydra/overrides.yaml`
 for every run). They come first, so `resume=` alone is enough; an override given now that would
 change the run's config (another task, planner, coder, ...) is refused, since the folder's
 `config.yaml`, trajectory and checkpoint must describe one run. Only the budgets a run can be
-extended by may change.
+extended by may change. Overrides that do not compose (the folder's own, or those given now) are one
+sentence naming the folder: an unchecked merge could continue the run under another config.
 """
 
 from __future__ import annotations
@@ -17,9 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from hydra import compose, initialize_config_dir
+from hydra.errors import HydraException
 from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from mtmc.budgets import register_configs
+from mtmc.config_check import check_group_choice, first_line
 
 SAVED_OVERRIDES = Path(".hydra") / "overrides.yaml"
 MAY_CHANGE = ("max_steps", "time_limit_s")  # a resumed run may be given more steps or time
@@ -36,14 +40,15 @@ def resume_overrides(overrides: Sequence[str], conf_dir: str) -> list[str]:
            if _key(o) != "resume" and not _key(o).startswith("hydra.")]
     given = {_key(o) for o in overrides}
     merged = [o for o in own if _key(o) not in given] + list(overrides)
-    try:
-        was, now = _flat(conf_dir, own + [f"resume={resume}"]), _flat(conf_dir, merged)
-    except Exception:  # an override Hydra cannot compose: config_check reports it in one line
-        return merged
+    run = " ".join(own) or "the defaults"
+    for override in overrides:  # `planner=foo`: the choices, not Hydra's search path
+        check_group_choice("optimize", override, Path(conf_dir))
+    was = _flat(conf_dir, own + [f"resume={resume}"], failure=f"resume={resume}: the run's own overrides "
+                f"({run}) no longer compose ({{}}), so it cannot be continued: start a fresh run")
+    now = _flat(conf_dir, merged, failure=f"resume={resume}: {{}}")
     changed = sorted(k for k in was.keys() | now.keys()
                      if was.get(k) != now.get(k) and k != "resume" and k not in MAY_CHANGE)
     if changed:
-        run = " ".join(own) or "the defaults"
         raise SystemExit(f"mtmc optimize: resume={resume} continues its own run ({run}), and "
                          f"{_culprit(changed, overrides)} would change it: drop that, or start a fresh run")
     return merged
@@ -62,10 +67,15 @@ def _culprit(changed: list[str], overrides: Sequence[str]) -> str:
     return changed[0]
 
 
-def _flat(conf_dir: str, overrides: list[str]) -> dict[str, Any]:
+def _flat(conf_dir: str, overrides: list[str], failure: str) -> dict[str, Any]:
+    """The composed config's leaves; SystemExit with `failure`, Hydra's first line in its `{}`, if the
+    overrides do not compose."""
     register_configs()  # the budgets and reward nodes optimize.yaml's defaults list names
-    with initialize_config_dir(config_dir=conf_dir, version_base="1.3"):
-        cfg = compose(config_name="optimize", overrides=overrides)
+    try:
+        with initialize_config_dir(config_dir=conf_dir, version_base="1.3"):
+            cfg = compose(config_name="optimize", overrides=overrides)
+    except (HydraException, OmegaConfBaseException) as err:
+        raise SystemExit("mtmc optimize: " + failure.replace("{}", first_line(err), 1)) from None
     return _leaves(OmegaConf.to_container(cfg, resolve=False))
 
 

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from mtmc.cli import JOBS
+from mtmc.cli import JOBS, main
 from mtmc.tasks import builtin_names
 
 
@@ -111,13 +111,18 @@ def test_optimize_exits_non_zero_when_nothing_was_accepted(tmp_path):
         f"mtmc optimize: no program was accepted; see {run_dir / 'report.md'}"
 
 
-def test_non_tensor_inputs_are_caught_at_load(tmp_path):
+def test_non_tensor_inputs_are_caught_at_load(tmp_path, monkeypatch):
     task = write_task(tmp_path, "listed")
     task.write_text(task.read_text().replace("return [torch.randn(3, 5, 5)]", "return [[1.0, 2.0]]"))
+    problem = (f"{task}: get_inputs() returned a list at position 0; each input must be a tensor or a "
+               "Python number")
     result = mtmc("verify", f"task={task}", f"candidate={tmp_path / 'candidate.py'}")
     assert result.returncode == 1
-    assert result.stderr.strip() == (f"mtmc verify: {task}: get_inputs() returned a list at position 0; "
-                                     "each input must be a tensor or a Python number")
+    assert result.stderr.strip() == f"mtmc verify: {problem}"
+    monkeypatch.chdir(tmp_path)  # optimize too, before any role is built (in this process: quicker)
+    with pytest.raises(SystemExit) as stop:
+        main(["optimize", f"task={task}", "verifier=interpreter"])
+    assert str(stop.value) == f"mtmc optimize: {problem}"
 
 
 def test_help_lists_every_job_in_one_line():
@@ -142,3 +147,16 @@ def test_config_mistakes_are_one_sentence_before_anything_starts(tmp_path, args,
     assert result.returncode == 1
     assert result.stderr.strip() == sentence
     assert not run_dir.exists()  # refused before Hydra made the run folder
+
+
+@pytest.mark.parametrize("mistake, sentence", [
+    ("max_steps=-3", "mtmc optimize: max_steps=-3: must be a whole number, at least 1"),
+    ("coder=openai", "mtmc optimize: coder.model not set: give coder.model=<...>"),
+])
+def test_a_sweep_checks_each_jobs_config_too(tmp_path, monkeypatch, mistake, sentence):
+    """`-m` leaves the checks made before Hydra starts to each job of the sweep: the same sentence
+    (in this process, as SystemExit: quicker than a subprocess)."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as stop:
+        main(["optimize", "-m", "task=softmax_lastdim", mistake])
+    assert str(stop.value) == sentence

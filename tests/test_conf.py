@@ -2,13 +2,17 @@
 
 import inspect
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from hydra import compose, initialize_config_dir
+from hydra.core.hydra_config import HydraConfig
 from hydra.utils import get_object
 from omegaconf import OmegaConf
 
-from mtmc.cli import CONF_DIR, JOBS, _register_resolvers
+import mtmc.jobs.bench
+import mtmc.jobs.optimize
+from mtmc.cli import CONF_DIR, JOBS, _register_resolvers, main
 
 GROUPS = {group: sorted(p.stem for p in (Path(CONF_DIR) / group).glob("*.yaml"))
           for group in ("planner", "coder", "verifier")}
@@ -62,3 +66,32 @@ def test_cluster_launchers_compose_without_their_plugins(launcher, target):
         assert cfg.hydra.launcher.submitit_folder.endswith("/.submitit/%j")  # resolves in a sweep dir
     else:
         assert cfg.hydra.launcher.ray.remote.num_gpus == 0  # the GPUs are the verifier actors'
+
+
+def test_an_experiment_sets_its_recipe_and_the_command_line_still_wins():
+    cfg = composed("bench", ["experiment=kernelbench_l1"])
+    assert (cfg.suite, cfg.max_steps, cfg.time_limit_s) == ("KernelBench/KernelBench/level1", 2, 150)
+    assert cfg.verifier._target_ == "mtmc.verify.LocalVerifier"
+    assert cfg.planner._target_ == "planners.heuristic.HeuristicPlanner"
+    mine = composed("bench", ["experiment=kernelbench_l1", "suite=/data/kb/level1", "max_steps=4"])
+    assert (mine.suite, mine.max_steps, mine.time_limit_s) == ("/data/kb/level1", 4, 150)
+    smoke = composed("optimize", ["experiment=smoke"])
+    assert (smoke.task, smoke.max_steps, smoke.max_retries) == ("softmax_lastdim", 2, 0)
+    assert smoke.verifier._target_ == "mtmc.verify.InterpreterVerifier"
+
+
+@pytest.mark.parametrize("job, module", [("optimize", mtmc.jobs.optimize), ("bench", mtmc.jobs.bench)])
+def test_a_sweep_over_any_key_gives_each_job_its_own_folder(tmp_path, monkeypatch, job, module):
+    """A real `-m` sweep through the console script, the job itself stubbed: before, every job of an
+    optimize sweep over a key other than `task` got the task's folder, and the second was refused."""
+    monkeypatch.chdir(tmp_path)
+    folders = {}
+
+    def record_folder(cfg):
+        folders[cfg.max_steps] = HydraConfig.get().runtime.output_dir
+        return SimpleNamespace(program="accepted")  # what the exit-code check reads
+
+    monkeypatch.setattr(module, "run", record_folder)
+    main([job, "-m", "task=softmax_lastdim" if job == "optimize" else "suite=builtin", "max_steps=2,4"])
+    assert sorted(folders) == [2, 4] and folders[2] != folders[4]
+    assert all(Path(folder).is_relative_to(tmp_path) for folder in folders.values())

@@ -36,3 +36,27 @@ def test_an_override_that_changes_the_run_is_refused(run, override):
 def test_without_resume_or_a_hydra_folder_the_overrides_stay_as_given(tmp_path):
     assert resume_overrides(["task=softmax_lastdim"], CONF_DIR) == ["task=softmax_lastdim"]
     assert resume_overrides([f"resume={tmp_path}", "task=x"], CONF_DIR) == [f"resume={tmp_path}", "task=x"]
+
+
+def test_overrides_the_run_folder_holds_that_no_longer_compose_are_one_sentence(run):
+    (run / ".hydra" / "overrides.yaml").write_text("- task=softmax_lastdim\n- planner=retired\n")
+    with pytest.raises(SystemExit) as info:
+        resume_overrides([f"resume={run}"], CONF_DIR)
+    message = str(info.value)
+    assert message.startswith(f"mtmc optimize: resume={run}: the run's own overrides (task=softmax_lastdim "
+                              "planner=retired) no longer compose (")
+    assert "planner/retired" in message and message.endswith("so it cannot be continued: start a fresh run")
+    assert "\n" not in message
+
+
+def test_an_override_given_now_that_does_not_compose_names_the_run_folder(run):
+    with pytest.raises(SystemExit) as info:
+        resume_overrides([f"resume={run}", "max_stepz=3"], CONF_DIR)
+    assert str(info.value) == (f"mtmc optimize: resume={run}: Could not override 'max_stepz': "
+                               "the config has no key 'max_stepz'")
+
+
+def test_an_unknown_choice_given_now_lists_the_choices(run):
+    with pytest.raises(SystemExit) as info:
+        resume_overrides([f"resume={run}", "planner=randm"], CONF_DIR)
+    assert str(info.value).startswith("mtmc optimize: planner=randm: no such planner; choose one of ")

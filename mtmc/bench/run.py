@@ -1,8 +1,7 @@
 """Run `optimize` on every task of a suite, one run folder per task, resumable task by task.
 
     rows = run_bench(tasks, "runs/bench/x", roles={"planner": {...}, "coder": {...}, "verifier": {...}},
-                     optimize={"max_steps": 12, "max_retries": 1, "time_limit_s": 3600,
-                               "reward": {"_target_": "mtmc.reward.RewardConfig"}},
+                     budgets=Budgets(max_steps=12), reward={"_target_": "mtmc.reward.RewardConfig"},
                      gpus=["0", "1"], calibrations=load_calibrations("auto"))
 
 Layout: `<out>/<task>/` is that task's optimize run folder (kernel.py, trajectory.jsonl, ...) plus
@@ -49,6 +48,7 @@ from rich.console import Console
 from mtmc.bench.metrics import ROW_FIELDS, Row, error_row, missing_row, task_row
 from mtmc.bench.results import progress_line
 from mtmc.bench.roofline import Calibration
+from mtmc.budgets import Budgets
 from mtmc.optimize import CHECKPOINTS, THREAD_ID, RunStopped, run_optimize
 from mtmc.protocols import Coder, Planner, Verifier
 from mtmc.report import write_atomic
@@ -75,12 +75,17 @@ class BenchJob:
 
     out_dir: Path
     roles: dict[str, dict[str, Any]]  # planner / coder / verifier `_target_` configs
-    optimize: dict[str, Any]  # run_optimize keywords; `reward` as a `_target_` config
+    budgets: Budgets  # each task's
+    reward: dict[str, Any]  # a `_target_` config, built in the worker
     calibrations: list[Calibration]
+
+    def record(self) -> dict[str, Any]:
+        """The configuration a folder's results belong to, as bench_config.json holds it."""
+        return {"roles": self.roles, "optimize": {**self.budgets.keywords(), "reward": self.reward}}
 
 
 def run_bench(tasks: Sequence[Task], out_dir: str | Path, *, roles: dict[str, dict[str, Any]],
-              optimize: dict[str, Any], gpus: Sequence[int | str] = (),
+              budgets: Budgets, reward: dict[str, Any], gpus: Sequence[int | str] = (),
               calibrations: Sequence[Calibration] = (), retry_errors: bool = False,
               console: Console | None = None) -> list[Row]:
     """Rows in suite order: finished earlier, run now, or `missing` (its worker died)."""
@@ -88,7 +93,7 @@ def run_bench(tasks: Sequence[Task], out_dir: str | Path, *, roles: dict[str, di
     gpus = [str(g) for g in gpus]  # CUDA_VISIBLE_DEVICES entries: indices, or GPU/MIG UUIDs
     if roles["verifier"].get("_target_") in CLUSTER_VERIFIERS | OFFLINE_VERIFIERS:
         gpus = []  # the verifier's actors hold the GPUs, or it needs none
-    job = BenchJob(Path(out_dir), dict(roles), dict(optimize), list(calibrations))
+    job = BenchJob(Path(out_dir), dict(roles), budgets, dict(reward), list(calibrations))
     job.out_dir.mkdir(parents=True, exist_ok=True)
     check_config(job)
     rows = {t.name: row for t in tasks if (row := finished_row(job.out_dir / t.name, retry_errors))}
@@ -156,7 +161,7 @@ def run_task(task: Task, roles: Roles, job: BenchJob) -> Row:
         # The per-attempt lines of optimize go to the task's log: with several GPUs they would interleave.
         with (folder / "optimize.log").open("a") as log:
             result = run_optimize(task, roles.planner, roles.coder, roles.verifier, folder,
-                                  **{**job.optimize, "reward": instantiate(job.optimize["reward"])},
+                                  budgets=job.budgets, reward=instantiate(job.reward),
                                   resume=has_checkpoint(folder), console=Console(file=log, width=120))
         row = task_row(task, result.result, result.trajectory, time.monotonic() - start, job.calibrations)
     except RunStopped:
@@ -197,7 +202,7 @@ def has_checkpoint(folder: Path) -> bool:
 
 def check_config(job: BenchJob) -> None:
     """Record the roles and budgets on first use; refuse a folder that holds another configuration."""
-    config = {"roles": job.roles, "optimize": job.optimize}
+    config = job.record()
     path = job.out_dir / CONFIG
     if not path.is_file():
         write_atomic(path, json.dumps(config, indent=2, sort_keys=True) + "\n")

@@ -1,7 +1,7 @@
 """The optimize loop as a LangGraph StateGraph; the caller compiles it with a checkpointer.
 
     graph = build_graph().compile(checkpointer=saver)
-    graph.invoke(initial_state(), run_config(thread_id, max_steps=12, max_retries=1), context=Context(...))
+    graph.invoke(initial_state(), run_config(thread_id, budgets), context=Context(..., budgets=budgets))
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from typing import Any
 
 from langgraph.graph import END, START, StateGraph
 
+from mtmc.budgets import Budgets
 from mtmc.graph import nodes
 from mtmc.graph.context import Context
 from mtmc.graph.state import OptimizeState
@@ -43,14 +44,13 @@ def build_graph() -> StateGraph:
 RECURSION_SLACK = 5
 
 
-def recursion_limit(max_steps: int, max_retries: int) -> int:
+def recursion_limit(budgets: Budgets) -> int:
     """A backstop to the budgets, passed on every invoke: the supersteps a worst-case run takes
     (baseline; per step a plan and a code, verify, gate per attempt; the last plan and finish), plus
     one because LangGraph raises on reaching the limit before it sees END, plus slack."""
-    supersteps = 1 + max_steps * (1 + 3 * (max_retries + 1)) + 2
+    supersteps = 1 + budgets.max_steps * (1 + 3 * (budgets.max_retries + 1)) + 2
     return supersteps + 1 + RECURSION_SLACK
 
 
-def run_config(thread_id: str, *, max_steps: int, max_retries: int) -> dict[str, Any]:
-    return {"configurable": {"thread_id": thread_id},
-            "recursion_limit": recursion_limit(max_steps, max_retries)}
+def run_config(thread_id: str, budgets: Budgets) -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread_id}, "recursion_limit": recursion_limit(budgets)}

@@ -6,12 +6,12 @@ here may carry progress: progress lives in `OptimizeState`.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mtmc.budgets import Budgets
 from mtmc.protocols import Coder, Planner, Verifier
 from mtmc.reward import RewardConfig
 from mtmc.tasks import Task
@@ -30,8 +30,7 @@ class Context:
     coder: Coder
     verifier: Verifier
     reward: RewardConfig = field(default_factory=RewardConfig)
-    max_steps: int = 12  # macro steps, the port included
-    max_retries: int = 1  # extra coder attempts per step, each fed the failing verdict
-    time_limit_s: float = math.inf  # node time summed over the run; checked before each step
+    # max_steps, max_retries, and time_limit_s as node time summed over the run, checked before each step
+    budgets: Budgets = field(default_factory=Budgets)
     on_event: Callable[[Event], None] = _ignore  # progress: {"event": "plan"|"attempt"|"finish", ...}
     clock: Callable[[], float] = time.monotonic  # injectable so budget tests need no sleeping

@@ -99,7 +99,7 @@ def gate(state: OptimizeState, runtime: Runtime[Context]) -> dict[str, Any]:
     current = _verdict(state.get("verdict"))
     step, attempt = state["step"], state["attempt"]
     reward = step_reward(verdict, current, ctx.reward, step=step)
-    outcome = decide(verdict, current, attempt=attempt, max_retries=ctx.max_retries)
+    outcome = decide(verdict, current, attempt=attempt, max_retries=ctx.budgets.max_retries)
     record = _attempt_record(state, verdict, current, reward, outcome)
     ctx.on_event({"event": "attempt", **record})
     update: dict[str, Any] = {"outcome": outcome, "trajectory": [record]}
@@ -161,9 +161,10 @@ def _slower(verdict: Verdict, current: Verdict | None) -> bool:
 
 
 def _budget_spent(state: OptimizeState, ctx: Context) -> StopReason | None:
-    if state["step"] >= ctx.max_steps:
+    budgets = ctx.budgets
+    if state["step"] >= budgets.max_steps:
         return "max_steps"
-    if state.get("elapsed_s", 0.0) >= ctx.time_limit_s:
+    if budgets.time_limit_s is not None and state.get("elapsed_s", 0.0) >= budgets.time_limit_s:
         return "time_limit"
     return None
 
@@ -212,7 +213,7 @@ def _plan_state(state: OptimizeState, ctx: Context, program: Program | None,
         verdict=_verdict(state.get("verdict")),
         legal=legal,
         history=[StepRecord(**record) for record in state.get("history", [])],
-        steps_left=ctx.max_steps - state["step"],
+        steps_left=ctx.budgets.max_steps - state["step"],
     )
 
 

@@ -53,7 +53,6 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     roles = {role: OmegaConf.to_container(cfg[role], resolve=True)
              for role in ("planner", "coder", "verifier")}
     budgets = Budgets.from_config(cfg)
-    optimize = {**budgets.keywords(), "reward": OmegaConf.to_container(cfg.reward, resolve=True)}
     for role, target in roles.items():
         log.info("%s <%s>", role, target["_target_"])
     try:
@@ -61,7 +60,8 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     except FileNotFoundError as err:
         raise SystemExit(f"mtmc bench: {err}") from None
     try:
-        rows = run_bench(tasks, out_dir, roles=roles, optimize=optimize, gpus=visible_gpus(cfg.gpus),
+        rows = run_bench(tasks, out_dir, roles=roles, budgets=budgets,
+                         reward=OmegaConf.to_container(cfg.reward, resolve=True), gpus=visible_gpus(cfg.gpus),
                          calibrations=calibrations, retry_errors=cfg.retry_errors)
     except FolderInUse as err:
         raise SystemExit(f"mtmc bench: {err}") from None

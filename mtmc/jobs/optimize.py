@@ -43,7 +43,7 @@ def run(cfg: DictConfig) -> OptimizeResult:
         with instantiate(cfg.verifier) as verifier:
             return run_optimize(
                 task, planner, coder, verifier, out_dir,
-                **budgets.keywords(), reward=instantiate(cfg.reward), resume=bool(cfg.resume),
+                budgets=budgets, reward=instantiate(cfg.reward), resume=bool(cfg.resume),
             )
     except RunStopped as stop:
         print(f"mtmc optimize: {stop.why}; stopped at step {stop.step}; continue with: "

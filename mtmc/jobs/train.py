@@ -142,9 +142,9 @@ def evaluate(cfg: DictConfig, checkpoint: Path, out_dir: Path) -> list[dict]:
     lm = OmegaConf.to_container(cfg.planner, resolve=True) | {"checkpoint": str(checkpoint)}
     planners = {"lm": lm, **OmegaConf.to_container(cfg.eval.baselines, resolve=True)}
     roles = {role: OmegaConf.to_container(cfg[role], resolve=True) for role in ("coder", "verifier")}
-    optimize = {**Budgets.from_config(cfg.eval).keywords(),
-                "reward": OmegaConf.to_container(cfg.reward, resolve=True)}
-    table = evaluate_planners(tasks, out_dir / "eval", planners=planners, roles=roles, optimize=optimize,
+    table = evaluate_planners(tasks, out_dir / "eval", planners=planners, roles=roles,
+                              budgets=Budgets.from_config(cfg.eval),
+                              reward=OmegaConf.to_container(cfg.reward, resolve=True),
                               gpus=visible_gpus(cfg.eval.gpus))
     print((out_dir / "eval" / "eval.md").read_text())
     return table

@@ -2,7 +2,8 @@
 
     table = evaluate_planners(tasks, out_dir / "eval",
                               planners={"lm": {...}, "random": {...}, "heuristic": {...}},  # `_target_`s
-                              roles={"coder": {...}, "verifier": {...}}, optimize={...}, gpus=[])
+                              roles={"coder": {...}, "verifier": {...}}, budgets=Budgets(),
+                              reward={"_target_": "mtmc.reward.RewardConfig"}, gpus=[])
 
 Each planner goes through `mtmc bench`'s runner (mtmc/bench/run.py) over the same tasks with the same
 coder, verifier and budgets, into a bench folder of its own (`<out>/<planner>/`: results.md and one
@@ -24,6 +25,7 @@ from rich.console import Console
 from mtmc.bench import run_bench, write_report
 from mtmc.bench.metrics import Row
 from mtmc.bench.results import num, times
+from mtmc.budgets import Budgets
 from mtmc.report import write_atomic
 from mtmc.tasks import Task
 from mtmc.train.data import EVAL_SPLIT
@@ -35,7 +37,8 @@ COLUMNS = ("planner", "tasks", "correct", "correct_rate", "fast_1.0_eager", "geo
 
 
 def evaluate_planners(tasks: Sequence[Task], out_dir: Path, *, planners: Mapping[str, dict[str, Any]],
-                      roles: dict[str, dict[str, Any]], optimize: dict[str, Any], gpus: Sequence[str] = (),
+                      roles: dict[str, dict[str, Any]], budgets: Budgets, reward: dict[str, Any],
+                      gpus: Sequence[str] = (),
                       console: Console | None = None) -> list[dict[str, Any]]:
     not_eval = [t.name for t in tasks if t.split != EVAL_SPLIT]
     if not_eval or not tasks:
@@ -43,11 +46,11 @@ def evaluate_planners(tasks: Sequence[Task], out_dir: Path, *, planners: Mapping
     table = []
     for name, planner in planners.items():
         folder = out_dir / name
-        rows = run_bench(tasks, folder, roles={"planner": planner, **roles}, optimize=optimize, gpus=gpus,
-                         console=console)
+        rows = run_bench(tasks, folder, roles={"planner": planner, **roles}, budgets=budgets, reward=reward,
+                         gpus=gpus, console=console)
         meta = {"suite": f"eval ({name})", "planner": planner["_target_"],
                 "coder": roles["coder"]["_target_"], "verifier": roles["verifier"]["_target_"],
-                "budgets": {k: v for k, v in optimize.items() if k != "reward"}}
+                "budgets": budgets.keywords()}
         aggregates = write_report(folder, rows, meta, ps=[1.0])
         table.append(table_row(name, rows, aggregates))
     write_atomic(out_dir / EVAL_CSV, table_csv(table))

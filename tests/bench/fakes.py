@@ -13,6 +13,7 @@ import threading
 import time
 from pathlib import Path
 
+from mtmc.budgets import Budgets
 from mtmc.program import Program
 from mtmc.tasks import Task
 from mtmc.verify.verdict import Status, Verdict
@@ -36,8 +37,8 @@ TASK_BYTES = 2 * 64 * 128 * 4
 # Each task is ported at 1.0 ms, then a tile step runs at 0.5 ms (by default), then the planner stops.
 EAGER = {"a": 2.0, "b": 0.8, "c": 1.0, "d": 1.0}
 COMPILED = {"a": 1.0, "b": 0.4, "c": 0.55, "d": 1.0}
-OPTIMIZE = {"max_steps": 4, "max_retries": 0, "time_limit_s": 600.0,
-            "reward": {"_target_": "mtmc.reward.RewardConfig"}}
+BUDGETS = Budgets(max_steps=4, max_retries=0, time_limit_s=600.0)
+REWARD = {"_target_": "mtmc.reward.RewardConfig"}
 
 
 def scripted_roles(tile: str = "ok@0.5", **verifier) -> dict:

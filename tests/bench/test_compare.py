@@ -11,13 +11,13 @@ import pytest
 from rich.console import Console
 
 from mtmc.bench import compare_runs, run_bench, write_report
-from tests.bench.fakes import OPTIMIZE, scripted_roles, tiny_tasks
+from tests.bench.fakes import BUDGETS, REWARD, scripted_roles, tiny_tasks
 
 
 def scripted_run(out, names, tile):
     with open(out.parent / f"{out.name}.console.txt", "w") as f:
-        rows = run_bench(tiny_tasks(*names), out, roles=scripted_roles(tile=tile), optimize=OPTIMIZE,
-                         console=Console(file=f))
+        rows = run_bench(tiny_tasks(*names), out, roles=scripted_roles(tile=tile), budgets=BUDGETS,
+                         reward=REWARD, console=Console(file=f))
     write_report(out, rows, {"suite": "fake", "planner": f"scripted ({tile})", "coder": "scripted",
                              "verifier": "fake"})
 

@@ -19,9 +19,10 @@ from mtmc.bench import run_bench, write_report
 from mtmc.bench.run import CONFIG, TASK_RESULT, FolderInUse
 from mtmc.optimize import RunStopped
 from tests.bench.fakes import (
+    BUDGETS,
     COMPILED,
     EAGER,
-    OPTIMIZE,
+    REWARD,
     TASK_BYTES,
     FakeTimedVerifier,
     fake_device,
@@ -32,8 +33,8 @@ from tests.bench.fakes import scripted_roles as roles
 
 def bench(tasks, out, roles_, **kwargs):
     with (out.parent / "console.txt").open("a") as f:
-        return run_bench(tasks, out, roles=roles_, optimize=OPTIMIZE, console=Console(file=f, width=200),
-                         **kwargs)
+        return run_bench(tasks, out, roles=roles_, budgets=BUDGETS, reward=REWARD,
+                         console=Console(file=f, width=200), **kwargs)
 
 
 def console_text(out) -> str:

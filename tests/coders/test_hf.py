@@ -16,6 +16,7 @@ from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM, PreTraine
 
 from coders.hf import HFChat, hf_coder
 from coders.llm import build_messages
+from mtmc.budgets import Budgets
 from mtmc.graph import Context, build_graph, initial_state, run_config
 from mtmc.strategies import PORT
 from mtmc.verify import InterpreterVerifier
@@ -75,9 +76,9 @@ def test_junk_is_rejected_and_the_best_program_kept(tiny_model):
     coder = hf_coder(str(tiny_model), max_new_tokens=MAX_NEW_TOKENS, temperature=1.0, hybrid_start=True)
     with InterpreterVerifier(seeds=1) as verifier:
         context = Context(task=task, planner=ScriptedPlanner(["port", "vectorize"]), coder=coder,
-                          verifier=verifier, max_steps=3, max_retries=1)
+                          verifier=verifier, budgets=Budgets(max_steps=3, max_retries=1))
         state = build_graph().compile(checkpointer=InMemorySaver()).invoke(
-            initial_state(), run_config("t", max_steps=3, max_retries=1), context=context)
+            initial_state(), run_config("t", Budgets(max_steps=3, max_retries=1)), context=context)
     port, *llm = state["trajectory"]
     assert (port["strategy"], port["outcome"]) == ("port", "accepted")
     assert [(r["strategy"], r["outcome"]) for r in llm] == [("vectorize", "retry"), ("vectorize", "rejected")]

@@ -18,6 +18,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from coders.llm import ChatError
 from coders.openai import OpenAIChat, openai_coder
+from mtmc.budgets import Budgets
 from mtmc.graph import Context, build_graph, initial_state, run_config
 from mtmc.optimize import RunStopped, run_optimize
 from mtmc.protocols import CoderError
@@ -192,7 +193,7 @@ def test_the_concurrency_limit_holds_across_threads():
 def test_a_rejected_reply_is_retried_with_the_verdict_and_the_fix_accepted(tmp_path, verifier):
     with ScriptedChatServer([reply(fenced(WRONG)), reply(f"Fixed the scale:\n{fenced(GOOD)}")]) as server:
         result = run_optimize(tiny_task(), ScriptedPlanner(["port"]), coder_for(server), verifier, tmp_path,
-                              max_steps=2, max_retries=1, time_limit_s=None)
+                              budgets=Budgets(max_steps=2, max_retries=1, time_limit_s=None))
     attempts = [(r["attempt"], r["status"], r["outcome"]) for r in result.trajectory]
     assert attempts == [(0, "incorrect", "retry"), (1, "ok", "accepted")]
     retry_prompt = server.user_prompts()[1]
@@ -208,8 +209,8 @@ def test_an_unreachable_server_stops_the_run_and_resume_continues_it(tmp_path, v
     """An outage is not the step's fault: no verdict, no reward; the run stops and resumes later."""
     def optimize(server, **kwargs):
         coder = coder_for(server, max_retries=1)
-        return run_optimize(tiny_task(), ScriptedPlanner(["port"]), coder, verifier, tmp_path, max_steps=1,
-                            max_retries=1, time_limit_s=None, **kwargs)
+        return run_optimize(tiny_task(), ScriptedPlanner(["port"]), coder, verifier, tmp_path,
+                            budgets=Budgets(max_steps=1, max_retries=1, time_limit_s=None), **kwargs)
 
     with ScriptedChatServer([{"status": 503}] * 2) as server:
         with pytest.raises(RunStopped, match="HTTP 503: .*stopped at step 0") as stopped:
@@ -230,9 +231,9 @@ def test_junk_from_the_model_is_rejected_and_the_template_port_kept(verifier):
     with ScriptedChatServer(script) as server:
         coder = coder_for(server, hybrid_start=True)
         context = Context(task=task, planner=ScriptedPlanner(["port", "vectorize"]), coder=coder,
-                          verifier=verifier, max_steps=3, max_retries=1)
+                          verifier=verifier, budgets=Budgets(max_steps=3, max_retries=1))
         state = build_graph().compile(checkpointer=InMemorySaver()).invoke(
-            initial_state(), run_config("t", max_steps=3, max_retries=1), context=context)
+            initial_state(), run_config("t", Budgets(max_steps=3, max_retries=1)), context=context)
     steps = [(r["strategy"], r["status"], r["outcome"]) for r in state["trajectory"]]
     assert steps == [("port", "ok", "accepted"), ("vectorize", "compile_error", "retry"),
                      ("vectorize", "compile_error", "rejected")]

@@ -20,6 +20,7 @@ from pathlib import Path
 if __name__ == "__main__":  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from mtmc.budgets import Budgets  # noqa: E402
 from mtmc.optimize import OptimizeResult, run_optimize  # noqa: E402
 from tests.graph.fakes import TaggedVerifier, tiny_task  # noqa: E402
 from tests.scripted_coder import ScriptedCoder  # noqa: E402
@@ -35,8 +36,9 @@ def optimize(out_dir: str | Path, *, sleep_s: float = 0.0, resume: bool = False,
              console=None) -> OptimizeResult:
     coder = ScriptedCoder(SCRIPT, usage={"prompt_tokens": 5})
     verifier = TaggedVerifier(eager_ms=2.0, sleep_s=sleep_s)
-    return run_optimize(tiny_task(), ScriptedPlanner(STEPS), coder, verifier, out_dir, max_steps=10,
-                        max_retries=1, time_limit_s=600.0, resume=resume, console=console)
+    return run_optimize(tiny_task(), ScriptedPlanner(STEPS), coder, verifier, out_dir,
+                        budgets=Budgets(max_steps=10, max_retries=1, time_limit_s=600.0), resume=resume,
+                        console=console)
 
 
 def die_at_checkpoint(n: int) -> None:

@@ -12,6 +12,7 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.errors import GraphRecursionError
 
+from mtmc.budgets import Budgets
 from mtmc.graph import Context, build_graph, initial_state, nodes, recursion_limit, run_config
 from mtmc.graph.build import RECURSION_SLACK
 from mtmc.reward import RewardConfig
@@ -21,17 +22,16 @@ from tests.scripted_planner import ScriptedPlanner
 
 
 def run(steps, script=None, *, verifier=None, coder=None, max_steps=8, max_retries=1,
-        time_limit_s=math.inf, clock=None, events=None):
+        time_limit_s=None, clock=None, events=None):
+    budgets = Budgets(max_steps=max_steps, max_retries=max_retries, time_limit_s=time_limit_s)
     context = Context(task=tiny_task(), planner=ScriptedPlanner(steps), coder=coder or ScriptedCoder(script),
-                      verifier=verifier or TaggedVerifier(), max_steps=max_steps, max_retries=max_retries,
-                      time_limit_s=time_limit_s)
+                      verifier=verifier or TaggedVerifier(), budgets=budgets)
     if events is not None:
         context.on_event = events.append
     if clock is not None:
         context.clock = clock
     graph = build_graph().compile(checkpointer=InMemorySaver())
-    return graph.invoke(initial_state(), run_config("test", max_steps=max_steps, max_retries=max_retries),
-                        context=context)
+    return graph.invoke(initial_state(), run_config("test", budgets), context=context)
 
 
 def outcomes(state):
@@ -164,12 +164,12 @@ def test_recursion_limit_is_exactly_what_a_worst_case_run_needs():
 
     def invoke(limit):
         context = Context(task=tiny_task(), planner=ScriptedPlanner(steps), coder=ScriptedCoder(script),
-                          verifier=TaggedVerifier(), max_steps=3, max_retries=2)
+                          verifier=TaggedVerifier(), budgets=Budgets(max_steps=3, max_retries=2))
         graph = build_graph().compile(checkpointer=InMemorySaver())
         return graph.invoke(initial_state(), {"configurable": {"thread_id": "t"}, "recursion_limit": limit},
                             context=context)
 
-    needed = recursion_limit(3, 2) - RECURSION_SLACK
+    needed = recursion_limit(Budgets(max_steps=3, max_retries=2)) - RECURSION_SLACK
     assert invoke(needed)["stop_reason"] == "max_steps"
     with pytest.raises(GraphRecursionError):
         invoke(needed - 1)

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from mtmc.budgets import Budgets
 from mtmc.optimize import CHECKPOINTS, THREAD_ID, run_optimize
 from tests.graph import crash_run
 from tests.graph.fakes import TaggedVerifier, tiny_task
@@ -84,7 +85,7 @@ def test_kernel_py_is_the_final_program_and_imports(reference_run):
 def test_untimed_run_says_so_and_no_program_means_no_kernel(tmp_path):
     coder = ScriptedCoder({"port": ["incorrect"]})
     result = run_optimize(tiny_task(), ScriptedPlanner(["port", "port"]), coder, TaggedVerifier(), tmp_path,
-                          max_steps=5, max_retries=0, time_limit_s=60, console=quiet())
+                          budgets=Budgets(max_steps=5, max_retries=0, time_limit_s=60), console=quiet())
     assert result.program is None and not (tmp_path / "kernel.py").exists()
     assert "no kernel.py" in (tmp_path / "report.md").read_text()
     assert json.loads((tmp_path / "result.json").read_text())["kernel"] is None
@@ -204,8 +205,8 @@ def test_checkpoints_keep_only_the_latest_state_so_the_file_grows_linearly(tmp_p
         out = tmp_path / str(steps)
         plan = ["port"] + ["tile BLOCK=1024"] * (steps - 1)  # each tile step is slower: rejected
         run_optimize(tiny_task(), ScriptedPlanner(plan), ScriptedCoder({"port": ["ok@2.0"],
-                     "tile BLOCK=1024": ["ok@3.0"]}), Verifier(eager_ms=2.0), out, max_steps=steps,
-                     max_retries=0, time_limit_s=600.0, console=quiet())
+                     "tile BLOCK=1024": ["ok@3.0"]}), Verifier(eager_ms=2.0), out,
+                     budgets=Budgets(max_steps=steps, max_retries=0, time_limit_s=600.0), console=quiet())
         with sqlite3.connect(out / CHECKPOINTS) as db:
             rows = db.execute("SELECT COUNT(*) FROM checkpoints").fetchone()[0]
         return rows, sum(p.stat().st_size for p in out.glob(CHECKPOINTS + "*"))  # with -wal and -shm

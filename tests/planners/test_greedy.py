@@ -12,6 +12,7 @@ import random
 import pytest
 from rich.console import Console
 
+from mtmc.budgets import Budgets
 from mtmc.optimize import run_optimize
 from mtmc.program import Program
 from mtmc.protocols import PlanState, StepRecord
@@ -150,7 +151,7 @@ def test_run_optimize_climbs_and_stops_by_itself_before_max_steps(tmp_path):
               "vectorize": ["ok@3.0"], "num_warps 8": ["ok@1.5"], "autotune": ["raise:no config fits"]}
     coder = ScriptedCoder(script)  # offers the steps not yet in the accepted program, then stop
     result = run_optimize(tiny_task(), GreedyPlanner(), coder, TaggedVerifier(eager_ms=2.0), tmp_path,
-                          max_steps=30, max_retries=1, time_limit_s=600.0,
+                          budgets=Budgets(max_steps=30, max_retries=1, time_limit_s=600.0),
                           console=Console(file=io.StringIO(), width=120))
     steps = [(r["strategy"], r["accepted"]) for r in result.history]
     assert steps == [

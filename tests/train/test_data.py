@@ -11,6 +11,7 @@ import json
 import pytest
 from rich.console import Console
 
+from mtmc.budgets import Budgets
 from mtmc.lm_policy import state_prompt
 from mtmc.optimize import run_optimize
 from mtmc.tasks.task import task_from_file
@@ -66,8 +67,9 @@ def test_prompts_are_the_ones_the_planner_saw_during_the_run(tmp_path):
 
     planner = Recording(["port", "tile BLOCK=1024", "vectorize", "num_warps 8"])
     coder = ScriptedCoder({"tile BLOCK=1024": ["incorrect"], "vectorize": ["compile_error", "ok@0.5"]})
-    run_optimize(task, planner, coder, TaggedVerifier(eager_ms=1.0), tmp_path / "run", max_steps=8,
-                 max_retries=1, time_limit_s=None, console=Console(file=io.StringIO()))
+    run_optimize(task, planner, coder, TaggedVerifier(eager_ms=1.0), tmp_path / "run",
+                 budgets=Budgets(max_steps=8, max_retries=1, time_limit_s=None),
+                 console=Console(file=io.StringIO()))
 
     (run,) = load_runs([tmp_path / "run"], suite=str(tmp_path / "suite"))
     assert [run.prompt(i) for i in range(len(planner.shown))] == planner.shown

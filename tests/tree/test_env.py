@@ -8,6 +8,7 @@ import math
 import pytest
 
 from coders.template import TemplateCoder
+from mtmc.budgets import Budgets
 from mtmc.optimize import run_optimize
 from mtmc.strategies import PORT, STOP, Strategy
 from mtmc.tree import ReplayVerifier, load_tree, record_tree
@@ -90,8 +91,8 @@ def test_an_episode_ends_where_the_graph_with_the_replay_verifier_ends(tmp_path,
     env = TreeEnv(load_tree(path), [task], max_steps=3, max_retries=1)
     episode = run_episode(env, planner, task.name)
     with ReplayVerifier(tree=path) as replay:
-        live = run_optimize(task, planner, TemplateCoder(), replay, tmp_path / "run", max_steps=3,
-                            max_retries=1, time_limit_s=None)
+        live = run_optimize(task, planner, TemplateCoder(), replay, tmp_path / "run",
+                            budgets=Budgets(max_steps=3, max_retries=1, time_limit_s=None))
     judged = [r for r in live.trajectory if r["digest"] is not None]
     assert episode.final == live.program.digest and episode.final_ms == live.verdict.candidate_ms
     assert (episode.calls, episode.steps, episode.stop_reason) == (len(judged), len(live.history),

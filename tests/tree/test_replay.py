@@ -14,6 +14,7 @@ from coders.template import TemplateCoder
 from mtmc.bench import run_bench
 from mtmc.bench.metrics import aggregate
 from mtmc.bench.results import results_markdown
+from mtmc.budgets import Budgets
 from mtmc.program import Program
 from mtmc.strategies import PORT
 from mtmc.tree import ReplayVerifier, load_tree, record_tree, task_fingerprint
@@ -22,7 +23,7 @@ from mtmc.verify.verdict import Status
 from tests.tree.fakes import TASK_SOURCE, DigestVerifier, node, tiny_task, write_rows
 
 coder = TemplateCoder()
-OPTIMIZE = {"max_retries": 1, "time_limit_s": 600.0, "reward": {"_target_": "mtmc.reward.RewardConfig"}}
+REWARD = {"_target_": "mtmc.reward.RewardConfig"}
 
 
 def test_a_recorded_program_gets_its_verdict_and_anything_else_is_unrecorded(tmp_path):
@@ -53,7 +54,8 @@ def test_no_tree_file_is_a_clear_error(tmp_path):
 def bench(tasks, out, verifier, planner="planners.heuristic.HeuristicPlanner", max_steps=3):
     roles = {"planner": {"_target_": planner}, "coder": {"_target_": "coders.template.TemplateCoder"},
              "verifier": verifier}
-    return run_bench(tasks, out, roles=roles, optimize={**OPTIMIZE, "max_steps": max_steps})
+    budgets = Budgets(max_steps=max_steps, max_retries=1, time_limit_s=600.0)
+    return run_bench(tasks, out, roles=roles, budgets=budgets, reward=REWARD)
 
 
 KEYS = ("status", "candidate_ms", "port_ms", "steps", "accepted_steps", "attempts", "verifier_calls",

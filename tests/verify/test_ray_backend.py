@@ -284,8 +284,10 @@ def test_the_bench_runs_a_task_per_actor_with_the_sequential_rows(ray_instance, 
     tasks = [load_task(name) for name in ("gelu_tanh", "softplus", "sum_lastdim")]
     roles = {"planner": {"_target_": "planners.heuristic.HeuristicPlanner"},
              "coder": {"_target_": "coders.template.TemplateCoder"}}
-    optimize = {"max_steps": 2, "max_retries": 0, "time_limit_s": 600.0,
-                "reward": {"_target_": "mtmc.reward.RewardConfig"}}
+    from mtmc.budgets import Budgets
+
+    budgets = Budgets(max_steps=2, max_retries=0, time_limit_s=600.0)
+    reward = {"_target_": "mtmc.reward.RewardConfig"}
     verifiers = {"ray": {"_target_": "mtmc.verify.ray_backend.RayVerifier", "actors": 2, "gpus_per_actor": 1,
                          "seed": SEED},
                  "here": {"_target_": "mtmc.verify.InterpreterVerifier", "seed": SEED}}
@@ -293,7 +295,8 @@ def test_the_bench_runs_a_task_per_actor_with_the_sequential_rows(ray_instance, 
     for name, verifier in verifiers.items():
         with (tmp_path / f"{name}.txt").open("w") as f:
             rows[name] = run_bench(tasks, tmp_path / name, roles={**roles, "verifier": verifier},
-                                   optimize=optimize, gpus=[0, 1] if name == "ray" else [],  # ray: ignored
+                                   budgets=budgets, reward=reward,
+                                   gpus=[0, 1] if name == "ray" else [],  # ray: ignored
                                    console=Console(file=f, width=200))
         printed[name] = (tmp_path / f"{name}.txt").read_text()
     assert "2 tasks at a time" in printed["ray"] and printed["ray"].count("/3]") == 3

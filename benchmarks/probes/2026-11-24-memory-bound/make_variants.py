@@ -31,6 +31,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE.resolve().parents[2]))  # the repository: benchmarks/ is not installed
 OUT = Path(sys.argv[1])
 PROBE = sys.argv[2] if len(sys.argv) > 2 else "1"
 
@@ -60,8 +61,8 @@ def evict(src: str) -> str:
 
 
 def probe_1() -> None:
+    from benchmarks.gpu_bench import build
     from coders.template import TemplateCoder
-    from coders.template.gpu_bench import build
     from mtmc.tasks import load_task
     coder = TemplateCoder()
     spec = {
@@ -114,8 +115,8 @@ def probe_2() -> None:
 
 
 def probe_3() -> None:
+    from benchmarks.gpu_bench import build
     from coders.template import TemplateCoder
-    from coders.template.gpu_bench import build
     from mtmc.tasks import load_task
     coder = TemplateCoder()
     for task in ("cross_entropy_smooth_bf16", "bmm_softmax_fp16", "softmax_channels_fp16", "groupnorm"):
@@ -147,8 +148,8 @@ def probe_3() -> None:
 
 
 def probe_4() -> None:
+    from benchmarks.gpu_bench import build
     from coders.template import TemplateCoder
-    from coders.template.gpu_bench import build
     from mtmc.tasks import load_task
     coder = TemplateCoder()
     for task in ("bmm_softmax_fp16", "groupnorm"):
@@ -237,8 +238,8 @@ def probe_8() -> None:
     # the template's fused program (the coder's at run time: b23d4c6 in the recorded run) and that
     # program (fused_ch_gn.tmpl, from b23d4c6) with its last pass walked channel by channel
     # (scalar weight and bias, no per-element division), forwards or backwards
+    from benchmarks.gpu_bench import build
     from coders.template import TemplateCoder
-    from coders.template.gpu_bench import build
     from mtmc.tasks import load_task
     put("groupnorm", "fused", build(TemplateCoder(), load_task("groupnorm"), "fused").source)
     for block in (4096, 8192, 16384):

@@ -35,9 +35,11 @@ if "--cpu-dry-run" in sys.argv:
 import torch  # noqa: E402
 import triton  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the repository: benchmarks/ is not installed
+
+from benchmarks.gpu_bench import load_program  # noqa: E402
 from coders.template import TemplateCoder, steps  # noqa: E402
 from coders.template.emit.module import generate  # noqa: E402
-from coders.template.gpu_bench import load_program  # noqa: E402
 from coders.template.ir import ProgramIR  # noqa: E402
 from mtmc.program import Program  # noqa: E402
 from mtmc.strategies import PORT  # noqa: E402

@@ -1,6 +1,8 @@
 """Check and time template-coder programs on a GPU (a developer tool, not part of the pipeline).
 
-    python -m coders.template.gpu_bench [--variants "port;fused;tuned"] [--out DIR] [TASK ...]
+    python -m benchmarks.gpu_bench [--variants "port;fused;tuned"] [--out DIR] [TASK ...]
+
+Run it from the repository root: benchmarks/ is not an installed package.
 
 For each task (all built-ins by default) and variant it builds the program, checks it against the
 reference at the task's own (GPU) size by relative L2 error, and times reference and candidate

@@ -2,7 +2,7 @@
 
 import pytest
 
-from coders.template.gpu_bench import check_variant
+from benchmarks.gpu_bench import check_variant
 from mtmc.strategies import StrategyError
 
 

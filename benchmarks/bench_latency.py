@@ -1,6 +1,6 @@
 """Verdict latency and timing stability of the GPU verifier (run it on a GPU machine):
 
-    python -m mtmc.verify.bench_latency --out results.json
+    python -m benchmarks.bench_latency --out results.json     # from the repository root
 
 1. Latency: with warm workers (the reference and the eager/compile baselines already cached), the
    wall time of `verify` for `--candidates` distinct programs of a small pointwise task. Each
