@@ -61,7 +61,9 @@ def record(cfg: DictConfig) -> RecordSummary:
     return summary
 
 
-def report(cfg: DictConfig) -> dict[str, Any]:
+def recorded_tasks(cfg: DictConfig) -> tuple[Any, list, list, list[str]]:
+    """The tree file, the suite's tasks, those the tree holds as they are now, and the names of
+    those it holds in an older form (changed since the recording)."""
     try:
         tree = load_tree(cfg.tree)
     except (FileNotFoundError, ValueError) as err:
@@ -69,6 +71,11 @@ def report(cfg: DictConfig) -> dict[str, Any]:
     tasks, _ = suite_tasks(cfg)
     recorded = [t for t in tasks if tree.task_sha.get(t.name) == task_fingerprint(t)]
     changed = [t.name for t in tasks if t.name in tree.task_sha and t not in recorded]
+    return tree, tasks, recorded, changed
+
+
+def report(cfg: DictConfig) -> dict[str, Any]:
+    tree, tasks, recorded, changed = recorded_tasks(cfg)
     if not recorded:
         raise SystemExit(f"mtmc tree: {cfg.tree} holds none of the {len(tasks)} selected tasks"
                          + (f" as they are now (changed since: {', '.join(changed)})" if changed else ""))
@@ -89,18 +96,13 @@ def report(cfg: DictConfig) -> dict[str, Any]:
 
 
 def check(cfg: DictConfig) -> dict[str, Any]:
-    try:
-        tree = load_tree(cfg.tree)
-    except (FileNotFoundError, ValueError) as err:
-        raise SystemExit(f"mtmc tree: {err}") from None
-    tasks, _ = suite_tasks(cfg)
-    tasks = [t for t in tasks if tree.task_sha.get(t.name) == task_fingerprint(t)]
-    result = check_tree(tree, tasks, instantiate(cfg.coder))
+    tree, _, recorded, _ = recorded_tasks(cfg)
+    result = check_tree(tree, recorded, instantiate(cfg.coder))
     for row in result["tasks"]:
         print(f"{row['task']:<40} {row['produced']:>6} of {row['recorded']:>6} programs still produced")
     share = "n/a" if result["share"] is None else f"{100 * result['share']:.1f}%"
     print(f"mtmc tree check: {cfg.tree}: {result['produced']} of {result['recorded']} programs of "
-          f"{len(tasks)} tasks ({share}) are what today's coder writes")
+          f"{len(recorded)} tasks ({share}) are what today's coder writes")
     return result
 
 
