@@ -38,6 +38,7 @@ before any candidate runs, and it is 0 wherever eager computes what the referenc
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,20 +87,27 @@ def eager_error(ref: torch.Tensor, eager: torch.Tensor, chunk: int = 1 << 26) ->
     where eager computes exactly the reference (no TF32 on the CPU) or the shapes differ."""
     if ref.shape != eager.shape or not ref.is_floating_point() or ref.numel() == 0:
         return 0.0
-    r, e = ref.detach().reshape(-1), eager.detach().reshape(-1)
-    finite = torch.isfinite(r) & torch.isfinite(e)
-    scale = float(torch.where(finite, r, torch.zeros_like(r)).abs().max())
+    # Two passes over float64 chunks (the scale first): no full-size temporary of a GB output.
+    scale = max((float(rc.abs().max()) for rc, _ in _finite_chunks(ref, eager, chunk) if rc.numel()),
+                default=0.0)
     worst, diff_sq, ref_sq = 0.0, 0.0, 0.0
-    for start in range(0, r.numel(), chunk):  # float64 chunks: no full-size float64 copy of GB outputs
-        keep = finite[start:start + chunk]
-        rc = r[start:start + chunk][keep].double()
-        diff = (e[start:start + chunk][keep].double() - rc).abs()
+    for rc, ec in _finite_chunks(ref, eager, chunk):
+        diff = (ec - rc).abs()
         if diff.numel():
             worst = max(worst, float((diff / (scale + rc.abs()).clamp_min(1e-300)).max()))
         diff_sq += float(diff.square().sum())
         ref_sq += float(rc.square().sum())
     normalized = (diff_sq ** 0.5) / (ref_sq ** 0.5 if ref_sq > 0 else 1.0)
     return max(worst, normalized)
+
+
+def _finite_chunks(ref: torch.Tensor, eager: torch.Tensor, chunk: int) -> Iterator[tuple[torch.Tensor, ...]]:
+    """float64 copies of `chunk` elements at a time of both tensors, where both are finite."""
+    r, e = ref.detach().reshape(-1), eager.detach().reshape(-1)
+    for start in range(0, r.numel(), chunk):
+        rc, ec = r[start:start + chunk], e[start:start + chunk]
+        keep = torch.isfinite(rc) & torch.isfinite(ec)
+        yield rc[keep].double(), ec[keep].double()
 
 
 @dataclass
