@@ -30,13 +30,13 @@ class ReplayVerifier:
 
     def verify(self, task: Task, program: Program) -> Verdict:
         node = self.tree.node(task.name, program.digest)
-        recorded_sha = self.tree.task_sha.get(task.name)
-        if node is not None and recorded_sha == task_fingerprint(task):
+        recorded_sha, current_sha = self.tree.task_sha.get(task.name), task_fingerprint(task)
+        if node is not None and recorded_sha == current_sha:
             return verdict_of(node)
         self.unrecorded[task.name] += 1
         if recorded_sha is None:
             why = f"the tree {self.tree.path} holds no program of task {task.name}"
-        elif recorded_sha != task_fingerprint(task):
+        elif recorded_sha != current_sha:
             why = f"task {task.name} changed since {self.tree.path} was recorded"
         else:
             why = f"program {program.digest} of task {task.name} is not in the tree {self.tree.path}"
