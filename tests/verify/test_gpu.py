@@ -66,13 +66,16 @@ def test_side_stream_launch_is_timed_honestly(gpu_unchecked):
     assert verdict.candidate_ms > 0.5 * honest_ms
 
 
-def test_glue_carrying_the_time_is_rejected(gpu_verifier):
-    """S3: a Triton kernel that is real but carries almost none of the device time."""
+def test_glue_carrying_the_time_is_timed_not_refused(gpu_verifier):
+    """S3 since verifier 1.6: glue (here a 1 GB fill) may carry most of the device time. It computes
+    nothing of the answer, so the rule that matters is the foreign-kernel one (no vendor compute
+    kernels); the glue's time is in the candidate's time, which is what keeps it honest."""
     program = (TASKS.parent / "honest" / "pointwise.py").read_text().replace(
         "        out = torch.empty_like(x)\n",
         "        out = torch.empty_like(x)\n        scratch = torch.zeros(1 << 28, device=x.device)\n")
     verdict = gpu_verifier.verify(load_task(TASKS / "pointwise.py"), Program(program))
-    assert verdict.status == Status.REJECTED and "Triton kernels carry only" in verdict.message, \
+    assert verdict.ok, format_verdict_table(verdict)
+    assert verdict.triton_share < 0.5 and verdict.candidate_ms > verdict.eager_ms, \
         format_verdict_table(verdict)
 
 

@@ -33,10 +33,36 @@ from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: E402
 
 
 @triton.jit
-def conv_shift_kernel(x_desc, w_desc, out_ptr, bias_ptr, ROWS, C_out, C_in, c_blocks, taps,
-                      Dp, Hp, Wp, out_d, out_h, out_w, ks_h, ks_w, dil_d, dil_h, dil_w,
-                      HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                      BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+def conv_shift_kernel(
+    x_desc,
+    w_desc,
+    out_ptr,
+    bias_ptr,
+    ROWS,
+    C_out,
+    C_in,
+    c_blocks,
+    taps,
+    Dp,
+    Hp,
+    Wp,
+    out_d,
+    out_h,
+    out_w,
+    ks_h,
+    ks_w,
+    dil_d,
+    dil_h,
+    dil_w,
+    x_ptr,
+    HAS_BIAS: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    B_NK: tl.constexpr,
+    A_TMA: tl.constexpr,
+):
     pid = tl.program_id(0)
     num_pid_m = tl.cdiv(ROWS, BLOCK_M)
     num_pid_n = tl.cdiv(C_out, BLOCK_N)
@@ -58,8 +84,20 @@ def conv_shift_kernel(x_desc, w_desc, out_ptr, bias_ptr, ROWS, C_out, C_in, c_bl
         kh = rest % ks_h
         kd = rest // ks_h
         shift = (kd * dil_d * Hp + kh * dil_h) * Wp + kw * dil_w
-        a = x_desc.load([q0 + shift, c0])
-        b = w_desc.load([tap * C_in + c0, n0])
+        if A_TMA:
+            a = x_desc.load([q0 + shift, c0])
+        else:
+            rows_a = q0 + shift + tl.arange(0, BLOCK_M)
+            cols_a = c0 + tl.arange(0, BLOCK_K)
+            a = tl.load(
+                x_ptr + rows_a.to(tl.int64)[:, None] * C_in + cols_a[None, :],
+                mask=(rows_a < ROWS)[:, None] & (cols_a < C_in)[None, :],
+                other=0.0,
+            )
+        if B_NK:  # weight [C_out, taps*C]: K-major tiles, the layout TF32 wgmma reads from shared memory
+            b = w_desc.load([n0, tap * C_in + c0]).T
+        else:
+            b = w_desc.load([tap * C_in + c0, n0])
         acc = tl.dot(a, b, acc, input_precision="tf32")
     q = q0 + tl.arange(0, BLOCK_M)
     ow = q % Wp
@@ -93,10 +131,16 @@ def conv_shift(x, weight, bias, padding, dilation, cfg):
     inner = tuple(slice(p, p + s) for p, s in zip(padding, spatial, strict=True))
     xp[(slice(None), *inner)] = x.permute(0, *range(2, nd + 2), 1)
     x2 = xp.view(-1, c_in)
-    w2 = weight.permute(*range(2, nd + 2), 1, 0).reshape(-1, c_out)
+    b_nk = cfg.get("B_NK", False)
+    if b_nk:
+        w2 = weight.permute(0, *range(2, nd + 2), 1).reshape(c_out, -1)
+    else:
+        w2 = weight.permute(*range(2, nd + 2), 1, 0).reshape(-1, c_out)
+    if cfg.get("ROUND"):  # operands rounded to TF32 (nearest) once, so the tensor cores' truncation is exact
+        x2, w2 = round_tf32(x2), round_tf32(w2)
     bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
     x_desc = TensorDescriptor.from_tensor(x2, [bm, bk])
-    w_desc = TensorDescriptor.from_tensor(w2, [bk, bn])
+    w_desc = TensorDescriptor.from_tensor(w2, [bn, bk] if b_nk else [bk, bn])
     out = x.new_empty([n, c_out, *outs])
     pad3 = [1] * (3 - nd) + padded
     out3 = [1] * (3 - nd) + outs
@@ -107,12 +151,39 @@ def conv_shift(x, weight, bias, padding, dilation, cfg):
     for k in ks:
         taps *= k
     grid = (triton.cdiv(rows, bm) * triton.cdiv(c_out, bn),)
-    conv_shift_kernel[grid](x_desc, w_desc, out, bias if bias is not None else out, rows, c_out, c_in,
-                            triton.cdiv(c_in, bk), taps, *pad3, *out3, ks3[1], ks3[2], *dil3,
-                            HAS_BIAS=bias is not None, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
-                            GROUP_M=cfg.get("GROUP_M", 8), num_warps=cfg["num_warps"],
-                            num_stages=cfg["num_stages"])
+    conv_shift_kernel[grid](
+        x_desc,
+        w_desc,
+        out,
+        bias if bias is not None else out,
+        rows,
+        c_out,
+        c_in,
+        triton.cdiv(c_in, bk),
+        taps,
+        *pad3,
+        *out3,
+        ks3[1],
+        ks3[2],
+        *dil3,
+        x2,
+        HAS_BIAS=bias is not None,
+        B_NK=b_nk,
+        A_TMA=cfg.get("A_TMA", True),
+        BLOCK_M=bm,
+        BLOCK_N=bn,
+        BLOCK_K=bk,
+        GROUP_M=cfg.get("GROUP_M", 8),
+        num_warps=cfg["num_warps"],
+        num_stages=cfg["num_stages"],
+    )
     return out
+
+
+def round_tf32(t):
+    """fp32 values rounded to TF32's 10-bit mantissa, to nearest (ties away), as cuDNN rounds."""
+    bits = t.view(torch.int32)
+    return torch.where(torch.isfinite(t), ((bits + 0x1000) & -0x2000).view(torch.float32), t)
 
 
 # KernelBench shapes (level 1 and level-2 convs; stride 1, groups 1): name, N, C_in, C_out, spatial, kernel,
@@ -131,20 +202,42 @@ CASES = {
     "dil": (8, 32, 64, (512, 512), (3, 5), (2, 4), (2, 3)),
 }
 CASES.pop("80")
-DRY = {"tiny2d": (2, 16, 20, (9, 13), (3, 3), (1, 0), (1, 2)),
-       "tiny1d": (3, 20, 8, (17,), (3,), (2,), (2,)),
-       "tiny3d": (2, 16, 12, (5, 6, 7), (2, 3, 2), (1, 0, 1), (1, 1, 2))}
-CONFIGS = {
-    "128x128x32w8s3": dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, num_warps=8, num_stages=3),
-    "128x128x32w4s4": dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, num_warps=4, num_stages=4),
-    "128x64x32w4s4": dict(BLOCK_M=128, BLOCK_N=64, BLOCK_K=32, num_warps=4, num_stages=4),
-    "256x64x32w8s4": dict(BLOCK_M=256, BLOCK_N=64, BLOCK_K=32, num_warps=8, num_stages=4),
-    "256x128x32w8s3": dict(BLOCK_M=256, BLOCK_N=128, BLOCK_K=32, num_warps=8, num_stages=3),
-    "128x256x32w8s3": dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=32, num_warps=8, num_stages=3),
-    "128x128x16w8s4": dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=16, num_warps=8, num_stages=4),
-    "64x128x32w4s4": dict(BLOCK_M=64, BLOCK_N=128, BLOCK_K=32, num_warps=4, num_stages=4),
+DRY = {
+    "tiny2d": (2, 16, 20, (9, 13), (3, 3), (1, 0), (1, 2)),
+    "tiny1d": (3, 20, 8, (17,), (3,), (2,), (2,)),
+    "tiny3d": (2, 16, 12, (5, 6, 7), (2, 3, 2), (1, 0, 1), (1, 1, 2)),
 }
-DRY_CONFIGS = {"16x16x16": dict(BLOCK_M=16, BLOCK_N=16, BLOCK_K=16, num_warps=4, num_stages=1, GROUP_M=2)}
+BASE = dict(BLOCK_M=128, BLOCK_N=64, BLOCK_K=32, num_warps=4, num_stages=4)
+CONFIGS = {
+    "kn-256x64": dict(BLOCK_M=256, BLOCK_N=64, BLOCK_K=32, num_warps=8, num_stages=4),
+    "nk-256x64": dict(BLOCK_M=256, BLOCK_N=64, BLOCK_K=32, num_warps=8, num_stages=4, B_NK=True),
+    "nk-128x64": dict(BASE, B_NK=True),
+    "nk-128x128w8s3": dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, num_warps=8, num_stages=3, B_NK=True),
+    "nk-128x128w4s4": dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, num_warps=4, num_stages=4, B_NK=True),
+    "nk-256x128w8s3": dict(BLOCK_M=256, BLOCK_N=128, BLOCK_K=32, num_warps=8, num_stages=3, B_NK=True),
+    "nk-128x256w8s3": dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=32, num_warps=8, num_stages=3, B_NK=True),
+    "nk-128x128x64w8s3": dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, num_warps=8, num_stages=3, B_NK=True),
+    "nk-128x128w8s3-ptrA": dict(
+        BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, num_warps=8, num_stages=3, B_NK=True, A_TMA=False
+    ),
+    "nk-256x64-ptrA": dict(
+        BLOCK_M=256, BLOCK_N=64, BLOCK_K=32, num_warps=8, num_stages=4, B_NK=True, A_TMA=False
+    ),
+    "nk-128x128w8s3-round": dict(
+        BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, num_warps=8, num_stages=3, B_NK=True, ROUND=True
+    ),
+}
+DRY_CONFIGS = {
+    "16x16x16": dict(BLOCK_M=16, BLOCK_N=16, BLOCK_K=16, num_warps=4, num_stages=1, GROUP_M=2),
+    "nk-16": dict(BLOCK_M=16, BLOCK_N=16, BLOCK_K=16, num_warps=4, num_stages=1, B_NK=True),
+    "nk-16-ptrA-round": dict(
+        BLOCK_M=16, BLOCK_N=16, BLOCK_K=16, num_warps=4, num_stages=1, B_NK=True, A_TMA=False, ROUND=True
+    ),
+}
+
+
+def normalized(out, ref):
+    return ((out.double() - ref.double()).norm() / ref.double().norm()).item()
 
 
 def conv_fn(nd):
@@ -170,7 +263,13 @@ def run_case(name, spec, configs, dry, device, compile_too):
     torch.backends.cudnn.allow_tf32 = False
     ref = conv(x, w, b, padding=pad, dilation=dil)
     torch.backends.cudnn.allow_tf32 = True
-    row = {"case": name, "shape": [n, c_in, c_out, list(spatial), list(ks), list(pad), list(dil)]}
+    eager = conv(x, w, b, padding=pad, dilation=dil)
+    row = {
+        "eager_err": (eager - ref).abs().max().item(),
+        "eager_nerr": normalized(eager, ref),
+        "case": name,
+        "shape": [n, c_in, c_out, list(spatial), list(ks), list(pad), list(dil)],
+    }
     flops = 2 * ref.numel() * c_in
     for k in ks:
         flops *= k
@@ -197,8 +296,13 @@ def run_case(name, spec, configs, dry, device, compile_too):
             out = conv_shift(x, w, b, list(pad), list(dil), cfg)
             err = (out - ref).abs().max().item()
             ms = bench(lambda cfg=cfg: conv_shift(x, w, b, list(pad), list(dil), cfg), dry)
-            row["variants"][cname] = {"ms": ms, "max_err": err, "tflops": flops / ms / 1e9,
-                                      "vs_eager": row["eager_ms"] / ms}
+            row["variants"][cname] = {
+                "ms": ms,
+                "max_err": err,
+                "nerr": normalized(out, ref),
+                "tflops": flops / ms / 1e9,
+                "vs_eager": row["eager_ms"] / ms,
+            }
         except Exception as e:  # noqa: BLE001
             row["variants"][cname] = {"error": repr(e)[:500]}
         print(name, cname, row["variants"][cname], flush=True)
@@ -218,8 +322,11 @@ def main():
     configs = DRY_CONFIGS if dry else CONFIGS
     device = "cpu" if dry else "cuda"
     names = args.cases or list(cases)
-    meta = {"device": "cpu" if dry else torch.cuda.get_device_name(), "torch": torch.__version__,
-            "triton": triton.__version__}
+    meta = {
+        "device": "cpu" if dry else torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+    }
     rows = []
     start = time.time()
     for name in names:
