@@ -56,6 +56,11 @@ CONV_CONFIG_16 = {**CONV_CONFIG, "BLOCK_M": 128, "BLOCK_K": 64, "num_warps": 8, 
 # 55, 56, 62, 63, 67, 76, 80, where 64 x 64 tiles on NC* ran 0.21-0.45x).
 TAPS_CONFIG = {**CONV_CONFIG, "BLOCK_M": 256, "num_warps": 8, "num_stages": 4, "channels_last": True}
 TAPS_CONFIG_16 = {**CONV_CONFIG_16, "channels_last": True}
+# With K-major weight tiles (emit/conv.py), 128 x 128 tiles, 8 warps, 3 stages led where a group has
+# at least 128 output channels (KernelBench 55, 56, 67 and level-2 1_Conv2D on an H100: 1.6-2.0x
+# the 256 x 64 tiles of before); with 64 output channels 256 x 64 stayed best
+# (benchmarks/probes/2026-11-27-conv-tma).
+TAPS_CONFIG_WIDE = {**TAPS_CONFIG, "BLOCK_M": 128, "BLOCK_N": 128, "num_stages": 3}
 DIRECT_CONFIG = {"BLOCK_M": 64, "BLOCK_N": 32, "num_warps": 4, "num_stages": 2}
 HALF = (torch.float16, torch.bfloat16)
 
@@ -123,6 +128,8 @@ def port_config(form: str, dtype: torch.dtype, out_per_group: int, in_per_group:
         config["BLOCK_K"] = min(config["BLOCK_K"], _pow2_at_least_16(in_per_group))
     else:
         config = dict(CONV_CONFIG_16 if dtype in HALF else CONV_CONFIG, k_loop="flat")
+    if config["k_loop"] == "taps" and dtype == torch.float32 and out_per_group >= 128:
+        config = {**config, **{k: TAPS_CONFIG_WIDE[k] for k in ("BLOCK_M", "BLOCK_N", "num_stages")}}
     # a tile no wider than the group's output channels (a dot needs at least 16)
     config["BLOCK_N"] = min(config["BLOCK_N"], _pow2_at_least_16(out_per_group))
     if dtype == torch.float32:

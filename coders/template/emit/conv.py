@@ -14,10 +14,19 @@ is never built. Its K loop comes in two orders (config "k_loop"):
 The `direct` form (depthwise: one input channel per output channel) accumulates input x weight
 products tap by tap with FMAs, over output channels of every group.
 
-The launcher lays the weight out once per call as [taps, C_in/groups, C_out] (a permute of the
-small weight tensor): a [BLOCK_K, BLOCK_N] weight tile is then BLOCK_K rows of consecutive output
-channels, a coalesced load, where the weight's own [C_out, C_in/groups, *kernel] order strides
-the output channels by K.
+The launcher lays the gemm form's weight out once per call as [C_out, taps, C_in/groups] (a permute
+of the small weight tensor), K-major: a weight tile is read as [BLOCK_N, BLOCK_K] along K and
+transposed in the dot. TF32 tensor-core dots (wgmma) read both operands K-major from shared
+memory; with the [taps, C_in/groups, C_out] order of before, Triton could not, and on an H100 the
+same tiles ran 1.3-1.9x slower on KernelBench level-1/2 convs (benchmarks/probes/2026-11-27-conv-tma).
+The direct form keeps [taps, 1, C_out]: a tap's weights of consecutive channels are one row.
+
+TF32 rounding: the tensor cores read an fp32 operand's top 19 bits (truncation), cuDNN rounds to
+nearest first. Truncation errs toward zero on every product, so the error grows ~2.6x over
+rounding's (normalized error 6.9-7.6e-4 against eager's 2.6-2.9e-4 on the probe's convs, which
+101 layers of ResNet101 turn into a rejection). So a "tf32" conv rounds its operands to nearest
+before the dot: both tiles in the kernel, as they are loaded (an integer add and mask, ties away
+from zero, NaN kept); its error is then eager's (config "tf32_round", on by default).
 
 Epilogue addressing: the output is (N, C_out, *spatial) with GEMM rows = N x spatial and columns
 = C_out, so operands are addressed by three axes: image (rows), channel (columns) and the flat
@@ -122,6 +131,21 @@ def channels_last(kernel: Kernel) -> bool:
     return is_gemm(kernel) and k_loop(kernel) == "taps" and bool(kernel.config.get("channels_last"))
 
 
+def rounds_tf32(kernel: Kernel) -> bool:
+    """A TF32 dot's operands are rounded to nearest first, as cuDNN does (module docstring)."""
+    return _precision(kernel) == "tf32" and kernel.space.get("dtype") == "float32" and \
+        bool(kernel.config.get("tf32_round", True))
+
+
+def round_tf32_operands(w: Writer, kernel: Kernel) -> None:
+    """Round the a and b tiles of a TF32 dot to nearest (module docstring); shared with conv_transpose."""
+    if rounds_tf32(kernel):
+        w("# TF32 to nearest, ties away (as cuDNN): the tensor cores would truncate the low 13 bits")
+        for t in ("a", "b"):
+            w(f"{t}_bits = ({t}.to(tl.uint32, bitcast=True) + 0x1000) & 0xFFFFE000")
+            w(f"{t} = tl.where({t} == {t}, {t}_bits.to(tl.float32, bitcast=True), {t})")
+
+
 def _group_pointers(w: Writer, kernel: Kernel) -> None:
     plane = _product([f"in_{s}" for s in spatial(kernel)])
     w("offs_k = tl.arange(0, BLOCK_K)")
@@ -131,13 +155,14 @@ def _group_pointers(w: Writer, kernel: Kernel) -> None:
     else:
         w("# each row's window start in its image's first channel of the group")
         w(f"x_rows = x_ptr + (img * C_in + grp * CIG) * {plane} + x_start")
-    w("# columns past the group's channels wrap, the store masks them; the weight is [taps, CIG, C_out]")
-    w("w_cols = w_ptr + grp * COG + offs_n % COG")
+    w("# columns past the group's channels wrap, the store masks them; the weight is [C_out, taps * CIG]")
+    w("w_rows = w_ptr + (grp * COG + offs_n % COG) * K")
     w("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)")
 
 
 def _dot(w: Writer, kernel: Kernel) -> None:
-    w(f'acc = tl.dot(a, b, acc, input_precision="{_precision(kernel)}")')
+    round_tf32_operands(w, kernel)
+    w(f'acc = tl.dot(a, tl.trans(b), acc, input_precision="{_precision(kernel)}")')
 
 
 def _k_loop_taps(w: Writer, kernel: Kernel) -> None:
@@ -160,7 +185,7 @@ def _k_loop_taps(w: Writer, kernel: Kernel) -> None:
     else:
         w(f"a_cols = tap_off + c * {plane}  # the row's address + the channel's plane: no div/mod")
     w("a = tl.load(x_rows[:, None] + a_cols[None, :], mask=row_in[:, None] & c_in[None, :], other=0.0)")
-    w("b = tl.load(w_cols[None, :] + (tap * CIG + c)[:, None] * C_out, mask=c_in[:, None], other=0.0)")
+    w("b = tl.load(w_rows[:, None] + (tap * CIG + c)[None, :], mask=c_in[None, :], other=0.0)")
     _dot(w, kernel)
     w.dedent()
 
@@ -180,7 +205,7 @@ def _k_loop_flat(w: Writer, kernel: Kernel) -> None:
         w(f"i_{s} = i0_{s}[:, None] + dk_{s}[None, :]")
         w(f"a_mask = a_mask & (i_{s} >= 0) & (i_{s} < in_{s})")
     w(f"a = tl.load(x_rows[:, None] + (chan * {plane} + tap_off)[None, :], mask=a_mask, other=0.0)")
-    w("b = tl.load(w_cols[None, :] + k[:, None] * C_out, mask=k_in[:, None], other=0.0)")
+    w("b = tl.load(w_rows[:, None] + k[None, :], mask=k_in[None, :], other=0.0)")
     _dot(w, kernel)
     w.dedent()
 
@@ -264,8 +289,12 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
         w("# channels last: a tile row's K block (the channels of one pixel) is one contiguous vector,")
         w("# where NC* strides the channels by a plane and Triton cannot prove the pixels contiguous")
         w(f"{x}_cl = {x}.permute(0, {order}, 1).contiguous()")
-    w("# [taps, C_in/groups, C_out]: a weight tile's output channels are contiguous (a small copy)")
-    w(f"{weight}_taps = {weight}.permute({order}, 1, 0).contiguous()")
+    if is_gemm(kernel):
+        w("# [C_out, taps, C_in/groups]: K-major weight tiles, the order TF32 tensor-core dots read")
+        w(f"{weight}_taps = {weight}.permute(0, {order}, 1).contiguous()")
+    else:
+        w("# [taps, 1, C_out]: a tap's weights of consecutive channels are one contiguous row")
+        w(f"{weight}_taps = {weight}.permute({order}, 1, 0).contiguous()")
     w(f"n_batch, C_in = {x}.shape[0], {x}.shape[1]")
     w(f"C_out, CIG = {weight}.shape[0], {weight}.shape[1]")
     w("COG = C_out // (C_in // CIG)  # output channels per group")

@@ -29,6 +29,7 @@ output_padding, dilation, groups) are read at run time, so one program runs at e
 
 from __future__ import annotations
 
+from coders.template.emit import conv
 from coders.template.emit.common import Axis, Writer, check_operands, ptr, tile_epilogue, var
 from coders.template.emit.launch import Launcher, autotune_configs, kernel_header, output_alloc, wrap_call
 from coders.template.ir import Kernel
@@ -117,7 +118,7 @@ def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
         _plain_rows(w, d)
     w("x_rows = (batch.to(tl.int64) * C_in + pid_g * cin_g) * S_in")
     w(f"n_taps = {' * '.join(f'ks{j}' for j in range(d))}")
-    w("# the weight comes as (groups, taps, C_in/groups, C_out/groups): this group's block")
+    w("# the weight comes as (groups, C_out/groups, taps, C_in/groups): this group's block")
     w("w_group = pid_g.to(tl.int64) * n_taps * cin_g * cout_g")
     w("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)")
     w("for tap in range(0, n_taps):")
@@ -203,10 +204,12 @@ def _channel_loop(w: Writer, kernel: Kernel, d: int) -> None:
     w("k_in = ci < cin_g")
     w(f"a = tl.load({ptr(x)} + a_rows[:, None] + (ci * S_in)[None, :],")
     w("            mask=hit[:, None] & k_in[None, :], other=0.0)")
-    w("b_rows = w_group + (tap * cin_g + ci) * cout_g")
-    w(f"b = tl.load({ptr(wt)} + b_rows[:, None] + offs_n[None, :],")
-    w("            mask=k_in[:, None] & n_in[None, :], other=0.0)")
-    w(f'acc = tl.dot(a, b, acc, input_precision="{_precision(kernel)}")')
+    w("# a [BLOCK_N, BLOCK_K] tile along K (the layout TF32 tensor-core dots read), transposed in the dot")
+    w("b_cols = w_group + tap * cin_g + ci")
+    w(f"b = tl.load({ptr(wt)} + (offs_n * n_taps * cin_g)[:, None] + b_cols[None, :],")
+    w("            mask=n_in[:, None] & k_in[None, :], other=0.0)")
+    conv.round_tf32_operands(w, kernel)
+    w(f'acc = tl.dot(a, tl.trans(b), acc, input_precision="{_precision(kernel)}")')
     w.dedent()
 
 
@@ -235,11 +238,10 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
     w(f"_out = tuple(({x}.shape[2 + j] - 1) * _stride[j] - 2 * _padding[j]")
     w(f"             + _dilation[j] * ({wt}.shape[2 + j] - 1) + _output_padding[j] + 1 for j in range({d}))")
     w(f"_cout_g = {wt}.shape[1]")
-    w("# the weight as (groups, taps, C_in/groups, C_out/groups): a tap's tile of it is then contiguous")
-    w("# along the output channels (read in place, every tile would be a strided gather); one small")
-    w("# copy per call")
+    w("# the weight as (groups, C_out/groups, taps, C_in/groups): a tile of it is contiguous along K,")
+    w("# the order TF32 tensor-core dots read (emit/conv.py); one small copy per call")
     w(f"_w = {wt}.view(_groups, {wt}.shape[0] // _groups, _cout_g, -1)")
-    w("_w = _w.permute(0, 3, 1, 2).contiguous()")
+    w("_w = _w.permute(0, 2, 3, 1).contiguous()")
     for out in kernel.outputs:  # the conv's own result and each fused op's that is read later: all whole
         shape = f"({x}.shape[0], _cout_g * _groups) + _out"
         w(f"{out.value} = {output_alloc(shape, out.dtype, f'{x}.device')}")
