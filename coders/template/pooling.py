@@ -4,7 +4,8 @@ Every form (nn.MaxPoolNd, nn.AvgPoolNd, nn.AdaptiveAvg/MaxPoolNd, their F.* and 
 becomes one graph node of kind "pool" over its input and a Python tuple of its parameters. The tuple
 is read at run time, from the module where there is one (`self.pool.kernel_size`, ...): a task size
 that changes the kernel size still runs. The node lowers to one "pool" kernel (emit/pool.py): each
-program owns a block of output elements and walks their windows. `return_indices` adds a
+program owns a block of output elements (flat, or in the tile form a tile of output rows x columns)
+and walks their windows. `return_indices` adds a
 "pool_indices" node that reads the pool; it lowers to a second, int64 output of the same kernel.
 
 Adaptive average pooling to size 1 along every pooled dim (global average pooling) stays a `mean`
@@ -37,7 +38,8 @@ _MAX = ["input", "kernel_size", "stride", "padding", "dilation", "ceil_mode", "r
 _AVG = ["input", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override"]
 _ADAPTIVE = ["input", "output_size", "return_indices"]
 
-# a pool kernel's port configuration: output elements per program
+# a pool kernel's port configuration: the flat form, output elements per program (emit/pool.py's
+# tile form and vector taps are config keys too: form, BLOCK_M, BLOCK_N, vector)
 POOL_CONFIG = {"BLOCK": 512, "num_warps": 4}
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from coders.template import conv_transpose_lower, fuse, recurrent
 from coders.template.conv_lower import conv_flops, conv_gemm, library_ops, to_library
+from coders.template.emit import pool as pool_emit
 from coders.template.emit import reduce as reduce_emit
 from coders.template.emit import scan as scan_emit
 from coders.template.emit.reduce import Layout
@@ -197,6 +198,7 @@ def _knobs(ir: ProgramIR, task: Task, kernel: Kernel) -> list[Strategy]:
         if not tuned:
             menu += [make("tile", BLOCK=b) for b in POOL_BLOCKS]
             menu += [make("num_warps", w) for w in WARPS]
+            menu += pool_emit.form_steps(kernel) if kernel.kind == "pool" else []  # tiles, vector taps
     elif kernel.kind in WALK_KINDS and not tuned:
         if scan_emit.is_row(kernel):
             n_walk = kernel.space["traced"][kernel.space["dim"]]
@@ -422,6 +424,8 @@ def _configure(new: ProgramIR, task: Task, kernel: Kernel, strategy: Strategy) -
     cfg = kernel.config
     args: dict[str, Any] = {k: v for k, v in strategy.params if k != "value"}
     value = strategy.value
+    if kernel.kind == "pool" and kind in ("tile", "vectorize"):
+        return pool_emit.configure(kernel, strategy)  # its flat and tile forms (emit/pool.py)
     if kind == "tile":
         allowed = _tile_keys(kernel)
         if set(args) != set(allowed):

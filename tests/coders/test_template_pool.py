@@ -15,6 +15,7 @@ from coders.template.emit import pool as pool_emit
 from coders.template.emit.module import generate
 from coders.template.ir import ProgramIR
 from mtmc.program import Program
+from mtmc.protocols import CoderError
 from mtmc.strategies import PORT, Strategy
 from mtmc.tasks import Task
 from tests.coders.test_template import check, check_module, import_program, local_task
@@ -275,3 +276,156 @@ def test_global_average_pooling_stays_a_mean_reduction():
     for module in ("nn.AdaptiveAvgPool2d(1)", "nn.AdaptiveAvgPool2d((1, 1))"):
         program = coder.apply(pool_task(module), None, PORT)
         assert [k.kind for k in kernels(program)] == ["reduce"]
+
+
+# --------------------------------------------------------------------------------------------------
+# the tile form (rows x columns of one plane) and its vector taps
+# --------------------------------------------------------------------------------------------------
+
+TILE = "tile BLOCK_M=4 BLOCK_N=8"  # several row blocks and a masked column block at the test sizes
+
+
+def formed(task: Task, steps: list[str], program: Program | None = None) -> Program:
+    """The port (or `program`) after the given steps, through the coder as a planner would."""
+    program = program or coder.apply(task, None, PORT)
+    for text in steps:
+        program = coder.apply(task, program, Strategy.parse(text))
+    return program
+
+
+def check_wide(task: Task, program: Program, tmp_path, tag: str) -> None:
+    """The program with its 64-bit index paths forced on (they switch on past 2**30 elements)."""
+    source = program.source.replace("> 2**30", ">= 0")
+    assert source.count(">= 0") >= 2
+    check_module(task, import_program(source, tmp_path, tag), task.sizes("cpu"))
+
+
+TILE_CASES = [
+    (1, "nn.MaxPool1d(3, stride=2, padding=1, dilation=2, ceil_mode=True, return_indices=True)"),
+    (1, "nn.AvgPool1d(3, stride=2, padding=1, ceil_mode=True, count_include_pad=False)"),
+    (1, "nn.AdaptiveAvgPool1d(4)"),
+    (2, "nn.MaxPool2d((3, 2), stride=(2, 1), padding=(1, 0), dilation=(1, 2))"),
+    (2, "nn.AvgPool2d(3, stride=2, padding=1, ceil_mode=True, divisor_override=5)"),
+    (2, "nn.AdaptiveMaxPool2d((4, 3), return_indices=True)"),
+    (3, "nn.MaxPool3d(2, stride=2, padding=1, ceil_mode=True, return_indices=True)"),
+    (3, "nn.AvgPool3d(3, stride=2, padding=1, ceil_mode=True, count_include_pad=False)"),
+    (3, "nn.AdaptiveAvgPool3d((2, 3, None))"),
+]
+
+
+@pytest.mark.parametrize("nd, module", TILE_CASES, ids=[m for _, m in TILE_CASES])
+def test_tile_form_matches_pytorch(nd, module, tmp_path):
+    task = pool_task(module, nd=nd)
+    program = formed(task, [TILE])
+    assert [k.config.get("form") for k in kernels(program)] == ["tile"]
+    assert f"% OUT{nd - 1}" not in program.source  # no per-element div/mod (the flat form's)
+    check(task, program, tmp_path)
+
+
+LONG_ROWS = ((1, 2, 5, 41), (2, 1, 4, 23))
+VECTOR_CASES = [
+    (1, "nn.MaxPool1d(3, stride=2, padding=1, dilation=2, ceil_mode=True)", None),
+    (1, "nn.AvgPool1d(5, stride=1, padding=2)", None),
+    (2, "nn.MaxPool2d((3, 2), stride=(2, 1), padding=(1, 0), dilation=(1, 2))", None),
+    (2, "nn.AvgPool2d((2, 3), stride=(1, 2), padding=(1, 1), count_include_pad=False)", None),
+    (2, "nn.AvgPool2d(3, stride=2, padding=1, ceil_mode=True, divisor_override=5)", None),
+    # a last-dim window of 19 taps: two steps of KV = 16, the second mostly masked
+    (2, "nn.AvgPool2d((2, 19), stride=(1, 7), padding=(1, 9), ceil_mode=True)", LONG_ROWS),
+    (2, "nn.MaxPool2d((2, 19), stride=(1, 7), padding=(0, 9), dilation=(2, 1))", LONG_ROWS),
+    (3, "nn.MaxPool3d((2, 3, 2), stride=(1, 2, 2), dilation=(2, 1, 1))", None),
+    (3, "nn.AvgPool3d(2, divisor_override=3)", None),
+]
+
+
+@pytest.mark.parametrize("nd, module, shapes", VECTOR_CASES, ids=[m for _, m, _ in VECTOR_CASES])
+def test_vector_taps_match_pytorch(nd, module, shapes, tmp_path):
+    task = pool_task(module, nd=nd, shapes=shapes)
+    program = formed(task, [TILE, "vectorize"])
+    assert kernels(program)[0].config["vector"] and "win_kv" in program.source
+    check(task, program, tmp_path)
+
+
+@pytest.mark.parametrize("steps", [[TILE], ["vectorize"]])
+def test_tile_and_vector_forms_propagate_nan_and_take_fp16(steps, tmp_path):
+    module = "nn.MaxPool2d(3, 2, 1, return_indices=True)" if steps == [TILE] else "nn.MaxPool2d(3, 2, 1)"
+    task = pool_task(module, nan=True)
+    module_ = import_program(formed(task, steps).source, tmp_path, "nan")
+    sizes = task.sizes("cpu")[0]
+    x = task.make_inputs(seed=1, sizes=sizes)[0]
+    with torch.no_grad():
+        expected, got = task.make_model(sizes=sizes)(x), module_.ModelNew()(x)
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    got = got if isinstance(got, tuple) else (got,)
+    assert expected[0].isnan().any() and not expected[0].isnan().all()
+    for e, g in zip(expected, got, strict=True):
+        torch.testing.assert_close(g, e, equal_nan=True)
+    task = pool_task("nn.AvgPool2d(3, 2, 1, ceil_mode=True)", dtype="float16")
+    check(task, formed(task, steps), tmp_path, tag="fp16")
+
+
+@pytest.mark.parametrize("nd, module, forward", [
+    # the per-channel scale is loaded once per output (a plane's one number in 2-D), padding stays 0
+    (2, "nn.AvgPool2d(3, 2, 1)", "self.pool(x * self.scale + 3.0)"),
+    (1, "nn.MaxPool1d(2, stride=1, padding=1)", "self.pool(x - 4.0) * self.scale"),
+    (3, "nn.MaxPool3d(2, 2, 1, return_indices=True)", "self.pool(torch.relu(x) * self.scale)[1]"),
+    (3, "nn.AvgPool3d(3, 2, 1)", "torch.tanh(self.pool(torch.relu(x) * self.scale)) + self.scale"),
+])
+@pytest.mark.parametrize("steps", [[TILE], [TILE, "vectorize"]], ids=["tile", "vector"])
+def test_fused_prologue_and_epilogue_in_the_tile_forms(nd, module, forward, steps, tmp_path):
+    task = pool_task(module, forward, nd=nd)
+    fused = fuse_all(task, coder.apply(task, None, PORT))
+    if "return_indices" in module and "vectorize" in steps:  # a reduced tap loses its position
+        with pytest.raises(CoderError):
+            formed(task, steps, fused)
+        return
+    program = formed(task, steps, fused)
+    assert [k.kind for k in kernels(program)] == ["pool"]
+    assert len(kernels(program)[0].body) > 3  # something was fused
+    check(task, program, tmp_path)
+
+
+@pytest.mark.parametrize("nd, module, steps", [
+    (1, "nn.MaxPool1d(3, stride=2, padding=1, dilation=2, ceil_mode=True, return_indices=True)", [TILE]),
+    (3, "nn.AvgPool3d(3, stride=2, padding=1, ceil_mode=True, count_include_pad=False)", [TILE]),
+    (2, "nn.AdaptiveAvgPool2d((5, 3))", [TILE]),
+    (3, "nn.MaxPool3d((2, 3, 2), stride=(1, 2, 2), dilation=(2, 1, 1))", ["vectorize"]),
+])
+def test_tile_forms_with_64_bit_indices(nd, module, steps, tmp_path):
+    task = pool_task(module, nd=nd)
+    check_wide(task, formed(task, steps), tmp_path, "wide")
+
+
+def test_menu_offers_tiles_everywhere_and_vector_taps_where_they_apply(tmp_path):
+    task = pool_task("nn.MaxPool2d(3, 2, 1)")
+    port = coder.apply(task, None, PORT)
+    legal = [str(s) for s in coder.legal_strategies(task, port)]
+    assert {"tile BLOCK=256", "tile BLOCK_M=8 BLOCK_N=128", "vectorize"} <= set(legal)
+    for module, nd in (("nn.MaxPool2d(3, 2, 1, return_indices=True)", 2), ("nn.AdaptiveAvgPool1d(4)", 1)):
+        other = pool_task(module, nd=nd)
+        other_legal = [str(s) for s in coder.legal_strategies(other, coder.apply(other, None, PORT))]
+        assert "vectorize" not in other_legal and any(s.startswith("tile BLOCK_M=") for s in other_legal)
+        with pytest.raises(CoderError):
+            formed(other, ["vectorize"])
+    vector = formed(task, ["vectorize"])
+    cfg = kernels(vector)[0].config
+    assert cfg["form"] == "tile" and cfg["vector"] and cfg["BLOCK"] == cfg["BLOCK_M"] * cfg["BLOCK_N"]
+    assert "vectorize" not in [str(s) for s in coder.legal_strategies(task, vector)]
+    back = formed(task, ["tile BLOCK=256"], vector)  # back to the flat form, without vector taps
+    assert kernels(back)[0].config == {"BLOCK": 256, "num_warps": 4, "form": "flat"}
+    assert "win_kv" not in back.source and "plane_tiles" not in back.source
+    for bad in ("tile BLOCK_M=3 BLOCK_N=8", "tile BLOCK_M=128 BLOCK_N=128", "tile BLOCK_M=8"):
+        with pytest.raises(CoderError):
+            formed(task, [bad])
+    check(task, back, tmp_path)
+
+
+def test_tile_form_autotunes_over_tiles(tmp_path):
+    task = pool_task("nn.AvgPool2d(3, stride=2, padding=1, ceil_mode=True)")
+    program = formed(task, [TILE])
+    space = pool_emit.tuning_space(kernels(program)[0])
+    assert space[0] == {"BLOCK_M": 4, "BLOCK_N": 8, "num_warps": 4}
+    assert len(space) == len({tuple(sorted(c.items())) for c in space}) > 1
+    assert all(set(c) == {"BLOCK_M", "BLOCK_N", "num_warps"} for c in space)
+    tuned = formed(task, ["autotune"], program)
+    assert "@triton.autotune" in tuned.source and "meta['BLOCK_M']" in tuned.source
+    check(task, tuned, tmp_path)
