@@ -17,7 +17,7 @@ from mtmc.program import Program
 from mtmc.protocols import CoderError
 from mtmc.strategies import PORT, Strategy
 from mtmc.tasks import Task, load_task
-from tests.coders.test_template import check, sample
+from tests.coders.test_template import check, import_program, sample
 
 TASKS = Path(__file__).parent / "tasks" / "conv"
 coder = TemplateCoder()
@@ -130,6 +130,37 @@ def test_tap_loop_on_either_input_layout_matches_pytorch(nd, kernel, args, sizes
     task = geometry_task(nd, kernel, args, sizes)
     program = configured(task, k_loop="taps", channels_last=channels_last, BLOCK_M=16, BLOCK_N=16, BLOCK_K=16)
     check(task, program, tmp_path)
+
+
+def test_tf32_round_rounds_both_operands_to_nearest_before_the_dot(tmp_path):
+    """With tf32_round the kernel computes the conv of TF32-rounded (to nearest) input and weight:
+    equal to that in float64 up to fp32 summation, and off the plain fp32 conv by TF32's error."""
+    nd, kernel, args, _ = WIDE[0]
+    sizes = {"B": 2, "C_IN": 20, "C_OUT": 6, "S": 9}
+    task = geometry_task(nd, kernel, args, [sizes])
+    program = configured(task, k_loop="taps", channels_last=True, BLOCK_M=16, BLOCK_N=16, BLOCK_K=16,
+                         precision="tf32", tf32_round=True)
+    assert program.source.count("+ 0x1000) & 0xFFFFE000") == 2
+    module = import_program(program.source, tmp_path, "round")
+    for key, value in sizes.items():
+        setattr(module, key, value)
+    reference = task.make_model(seed=0, sizes=sizes)
+    candidate = module.ModelNew(*task.init_inputs(sizes))
+    candidate.load_state_dict(reference.state_dict())
+    (x,) = task.make_inputs(seed=1, sizes=sizes)
+    with torch.no_grad():
+        got = candidate(x).double()
+        conv = reference.conv
+        rounded = conv._conv_forward(tf32_nearest(x).double(), tf32_nearest(conv.weight).double(),
+                                     None if conv.bias is None else conv.bias.double())
+        plain = reference(x).double()
+    assert (got - rounded).abs().max() < 1e-5
+    assert (got - plain).abs().max() > 1e-4  # the rounding happened
+
+
+def tf32_nearest(t: torch.Tensor) -> torch.Tensor:
+    """fp32 to TF32's 10-bit mantissa, to nearest, ties away from zero (finite values)."""
+    return ((t.detach().view(torch.int32) + 0x1000) & -0x2000).view(torch.float32)
 
 
 @pytest.mark.parametrize("nd, kernel, args, sizes", WIDE)

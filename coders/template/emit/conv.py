@@ -21,12 +21,16 @@ memory; with the [taps, C_in/groups, C_out] order of before, Triton could not, a
 same tiles ran 1.3-1.9x slower on KernelBench level-1/2 convs (benchmarks/probes/2026-11-27-conv-tma).
 The direct form keeps [taps, 1, C_out]: a tap's weights of consecutive channels are one row.
 
-TF32 rounding: the tensor cores read an fp32 operand's top 19 bits (truncation), cuDNN rounds to
-nearest first. Truncation errs toward zero on every product, so the error grows ~2.6x over
-rounding's (normalized error 6.9-7.6e-4 against eager's 2.6-2.9e-4 on the probe's convs, which
-101 layers of ResNet101 turn into a rejection). So a "tf32" conv rounds its operands to nearest
-before the dot: both tiles in the kernel, as they are loaded (an integer add and mask, ties away
-from zero, NaN kept); its error is then eager's (config "tf32_round", on by default).
+TF32 rounding (config "tf32_round", off by default): the tensor cores read an fp32 operand's top
+19 bits (truncation), cuDNN rounds to nearest first. Truncation errs toward zero on every product,
+so its error is ~2.3x rounding's (max |error| 1.2-1.4e-3 against eager's 5.3-5.8e-4 on KernelBench
+55, 62, 67 on an H100; normalized 6.9-7.6e-4 against 2.6-2.9e-4 in the probe's convs). With
+tf32_round both tiles are rounded to nearest in the kernel as they are loaded (an integer add and
+mask, ties away from zero, NaN kept), which gave eager's error exactly but cost 1.35-1.45x the time
+(55: 6.41 vs 4.45 ms; the tiles then go through registers to the tensor cores). Off, the port is
+within the TF32 tolerance on single convs; 101 layers of them (ResNet101) exceed 3x eager's error.
+Rounding in the launcher's channels-last copy instead (one Triton pass that transposes and rounds)
+would give eager's error at the truncating kernel's speed: not built yet.
 
 Epilogue addressing: the output is (N, C_out, *spatial) with GEMM rows = N x spatial and columns
 = C_out, so operands are addressed by three axes: image (rows), channel (columns) and the flat
@@ -134,7 +138,7 @@ def channels_last(kernel: Kernel) -> bool:
 def rounds_tf32(kernel: Kernel) -> bool:
     """A TF32 dot's operands are rounded to nearest first, as cuDNN does (module docstring)."""
     return _precision(kernel) == "tf32" and kernel.space.get("dtype") == "float32" and \
-        bool(kernel.config.get("tf32_round", True))
+        bool(kernel.config.get("tf32_round", False))
 
 
 def round_tf32_operands(w: Writer, kernel: Kernel) -> None:
