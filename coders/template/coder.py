@@ -8,6 +8,7 @@ strategy always give the same result and the verifier's cache hits.
 from __future__ import annotations
 
 from coders.template import fuse, steps
+from coders.template.conv_lower import round_deep_tf32
 from coders.template.emit.module import generate
 from coders.template.ir import ProgramIR
 from coders.template.lower import lower
@@ -48,7 +49,7 @@ class TemplateCoder:
 
 def port(task: Task) -> ProgramIR:
     """The straightforward first program: one kernel per op, elementwise chains merged."""
-    return fuse.fuse_chains(lower(trace(task)))
+    return round_deep_tf32(fuse.fuse_chains(lower(trace(task))))
 
 
 def program_ir(program: Program | None) -> ProgramIR:

@@ -394,3 +394,37 @@ def test_torch_conv_call_with_positional_arguments(tmp_path):
     program = coder.apply(task, program, Strategy.parse("fuse epilogue"))
     assert [k.kind for k in kernels(program)] == ["conv"]
     check(task, program, tmp_path)
+
+
+DEEP_SOURCE = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.convs = nn.Sequential(*[nn.Conv2d(16, 16, 3, padding=1) for _ in range({layers})])
+
+    def forward(self, x):
+        return self.convs(x)
+
+def get_inputs():
+    return [torch.randn(1, 16, 6, 5)]
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.parametrize("layers", [2, 8])
+def test_deep_tf32_programs_round_their_convs_and_shallow_ones_truncate(layers, tmp_path):
+    """conv_lower.DEEP_TF32_CONVS: 8 TF32 convs in one program turn on tf32_round for all of them
+    (truncation's error adds up through a deep network), fewer keep the faster truncation."""
+    path = tmp_path / f"deep{layers}.py"
+    path.write_text(DEEP_SOURCE.format(layers=layers))
+    task = load_task(path)
+    program = coder.apply(task, None, PORT)
+    convs = [k for k in kernels(program) if k.kind == "conv"]
+    assert len(convs) == layers
+    assert all(k.config.get("tf32_round", False) == (layers >= 8) for k in convs)
+    check(task, program, tmp_path)
