@@ -100,6 +100,7 @@ def _load_or_broken(path: Path) -> Task | BrokenTask:
 def validate(task: Task) -> None:
     """Run the task's functions on meta tensors (no memory, no compute) to catch bad files early."""
     task.module()  # syntax, import, missing names
+    _ = task.mode  # a known MTMC["mode"], if any
     try:
         with torch.device("meta"):
             model = task.make_model(seed=0)

@@ -10,7 +10,17 @@ Built-in tasks may also define a module-level `MTMC` dict of metadata (all keys 
         "library": ["conv2d"],            # vendor-library ops a candidate may call (fused around)
         "precision": ["tf32"],            # reduced precisions a candidate may use
         "atol": 1e-4, "rtol": 1e-4,       # tolerance overrides (defaults are per dtype)
+        "mode": "train" | "eval",          # the module mode the task is judged in (below)
     }
+
+Mode: a task's modules run in the mode their constructor leaves them in, as KernelBench's own harness
+runs them (it never calls `.eval()` or `.train()`): PyTorch builds a module in training mode, so
+BatchNorm normalizes by the batch's statistics unless the constructor calls `self.eval()`.
+MTMC["mode"] ("train" or "eval") overrides that; a task written for inference (BatchNorm with its
+running statistics) says "eval". The candidate's ModelNew gets the same treatment. Dropout layers are
+off in every mode: a random output cannot be compared with a reference, so dropout is judged as the
+identity it is at p = 0 (KernelBench's harness instead seeds both runs alike, which only a candidate
+calling PyTorch's own dropout can match).
 
 Sizes are overrides of the module's constants (`batch_size = 4096`): `get_inputs()` reads them at
 call time, so a task is re-instantiated at another size by loading its source into a fresh module
@@ -25,6 +35,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
+
+MODES = ("train", "eval")
+DROPOUTS = (torch.nn.Dropout, torch.nn.Dropout1d, torch.nn.Dropout2d, torch.nn.Dropout3d,
+            torch.nn.AlphaDropout, torch.nn.FeatureAlphaDropout)
 
 
 class TaskError(ValueError):
@@ -90,11 +104,34 @@ class Task:
         """A reference `Model` whose weights depend only on `seed`."""
         module = self.module(sizes)
         torch.manual_seed(seed)
-        return module.Model(*module.get_init_inputs()).eval()
+        return self.in_mode(module.Model(*module.get_init_inputs()))
+
+    @property
+    def mode(self) -> str | None:
+        """"train", "eval" or None (as the constructor leaves the module): module docstring."""
+        mode = self.meta.get("mode")
+        if mode is not None and mode not in MODES:
+            raise TaskError(f"{self.where}: MTMC['mode'] must be one of {MODES}, not {mode!r}")
+        return mode
+
+    def in_mode(self, model: torch.nn.Module) -> torch.nn.Module:
+        """`model` (the reference or a candidate) set to the task's mode, its dropout layers off."""
+        return set_mode(model, self.mode)
 
     def make_inputs(self, seed: int = 0, sizes: Sizes | None = None) -> list[Any]:
         torch.manual_seed(seed)
         return list(self.module(sizes).get_inputs())
+
+
+def set_mode(model: torch.nn.Module, mode: str | None) -> torch.nn.Module:
+    """Training or eval mode if `mode` names one, every dropout layer in eval (the identity): see
+    the module docstring."""
+    if mode is not None:
+        model.train(mode == "train")
+    for layer in model.modules():
+        if isinstance(layer, DROPOUTS):
+            layer.eval()
+    return model
 
 
 def _load_module(task: Task, sizes: Sizes) -> types.ModuleType:

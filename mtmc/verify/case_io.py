@@ -11,7 +11,7 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from mtmc.tasks.task import Task
+from mtmc.tasks.task import Task, set_mode
 from mtmc.verify.correctness import eager_error
 
 
@@ -97,9 +97,10 @@ def reference_model(task: Task, case: dict[str, Any], device: str) -> torch.nn.M
 
 
 def candidate_model(module: Any, case: dict[str, Any], device: str) -> torch.nn.Module:
-    """ModelNew built as the reference's Model was for `case` (same seed, same init inputs)."""
+    """ModelNew built as the reference's Model was for `case` (same seed, same init inputs, the
+    task's mode: tasks/task.py)."""
     torch.manual_seed(case["model_seed"])
-    return module.ModelNew(*case["init_inputs"]).to(device)
+    return set_mode(module.ModelNew(*case["init_inputs"]), case.get("mode")).to(device)
 
 
 def fresh_copy(inputs: list[Any]) -> list[Any]:

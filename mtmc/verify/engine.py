@@ -55,7 +55,7 @@ from mtmc.verify.static import StaticReport, check_source
 from mtmc.verify.verdict import Status, Verdict
 from mtmc.verify.worker_pool import WorkerPool
 
-VERIFIER_VERSION = "1.9"  # bump whenever a change can flip a verdict: cached verdicts expire
+VERIFIER_VERSION = "2.0"  # bump whenever a change can flip a verdict: cached verdicts expire
 INTERPRETER_DEVICE = "cpu (triton interpreter)"
 REFERENCES_KEPT = 8  # tasks whose reference outputs stay in memory (mapped from RAM-backed files)...
 REFERENCE_BYTES_KEPT = 16 * 2**30  # ...as long as they fit in this; the latest is always kept
@@ -293,7 +293,7 @@ class Engine:
         seed = self.base_seed
         plan = [(sizes, self._seeds(j)) for j, sizes in enumerate(size_sets)]
         plan += [(derived, 1)] if derived else []
-        cases = [{"sizes": sizes, "model_seed": seed + i, "input_seed": seed + 5000 + i}
+        cases = [{"sizes": sizes, "model_seed": seed + i, "input_seed": seed + 5000 + i, "mode": task.mode}
                  for sizes, seeds in plan for i in range(seeds)]
         # Timed on a GPU: the first size's cases, each its own input set (see timing.py).
         timing_sets = [i for i, c in enumerate(cases) if c["sizes"] == cases[0]["sizes"]] \

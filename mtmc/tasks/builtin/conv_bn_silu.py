@@ -38,6 +38,7 @@ def get_init_inputs():
 
 
 MTMC = {
+    "mode": "eval",  # an inference block: BatchNorm with its running statistics
     "family": "conv",
     "split": "eval",
     "library": ["conv2d"],

@@ -25,4 +25,4 @@ def get_init_inputs():
     return [C]
 
 
-MTMC = {"cpu_sizes": [{"B": 2, "C": 3, "H": 5, "W": 7}]}
+MTMC = {"mode": "eval", "cpu_sizes": [{"B": 2, "C": 3, "H": 5, "W": 7}]}

@@ -36,4 +36,4 @@ def get_init_inputs():
     return [C_IN, C_OUT, KERNEL, STRIDE, PADDING, OUTPUT_PADDING]
 
 
-MTMC = {"cpu_sizes": [{"B": 2, "C_IN": 3, "C_OUT": 5, "H": 5, "W": 4}]}
+MTMC = {"mode": "eval", "cpu_sizes": [{"B": 2, "C_IN": 3, "C_OUT": 5, "H": 5, "W": 4}]}
