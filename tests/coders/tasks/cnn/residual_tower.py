@@ -48,4 +48,4 @@ def get_init_inputs():
     return [C, DEPTH]
 
 
-MTMC = {"cpu_sizes": [{"B": 2, "C": 3, "H": 7, "W": 5}]}
+MTMC = {"mode": "eval", "cpu_sizes": [{"B": 2, "C": 3, "H": 7, "W": 5}]}  # an inference tower: eval BatchNorm fuses into the convs
