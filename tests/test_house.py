@@ -24,9 +24,7 @@ KNOWN_DEBT = frozenset({
     "coders/template/emit/reduce.py",
     "coders/template/fuse.py",
     "coders/template/lower.py",
-    "coders/template/ops.py",
     "coders/template/steps.py",
-    "coders/template/trace.py",
 })
 
 

@@ -14,7 +14,7 @@ from coders.template import pooling, recurrent, scans
 from coders.template.conv_lower import lower_conv
 from coders.template.conv_transpose_lower import lower_conv_transpose
 from coders.template.ir import Kernel, Op, Operand, Output, ProgramIR, PyStep, self_path
-from coders.template.trace import GNode, Graph, Ref, _Unsupported, render, unsupported
+from coders.template.trace import GNode, Graph, Ref, Uncomputable, render, unsupported
 
 # Port defaults: simple, safe blocks; the planner tunes from here.
 POINTWISE_CONFIG = {"BLOCK": 1024, "num_warps": 4}
@@ -46,7 +46,7 @@ def lower(graph: Graph) -> ProgramIR:
         if node.kind == "input" or node.name not in used:
             continue
         for arg in node.args:
-            if isinstance(arg, _Unsupported):
+            if isinstance(arg, Uncomputable):
                 raise unsupported(arg.what)
         if node.kind == "param":
             ir.steps.append(PyStep(outs=[node.name], expr=self_path(node.attrs["path"]), uses=[]))
@@ -101,7 +101,7 @@ def _check_scalar_uses(graph: Graph, node: GNode) -> None:
 
 
 def _render_result(result: Any) -> str:
-    if isinstance(result, _Unsupported):
+    if isinstance(result, Uncomputable):
         raise unsupported(result.what)
     if isinstance(result, Ref):
         return result.name

@@ -38,7 +38,7 @@ OUTPUTS = ("y", "h_n", "c_n")
 
 
 # --------------------------------------------------------------------------------------------------
-# tracing (called from coders/template/trace.py's module table)
+# tracing (called from coders/template/trace/modules.py's module table)
 # --------------------------------------------------------------------------------------------------
 
 def trace_module(nz, n, module: nn.RNNBase, path: str, args: list, kwargs: dict, result: Any) -> Any:
