@@ -23,7 +23,6 @@ KNOWN_DEBT = frozenset({
     "coders/template/emit/matmul.py",
     "coders/template/emit/reduce.py",
     "coders/template/fuse.py",
-    "coders/template/lower.py",
     "coders/template/steps.py",
 })
 

@@ -142,7 +142,7 @@ def _stack(nz, name: str, parts: list[Ref], like: torch.Tensor) -> Ref:
 
 
 # --------------------------------------------------------------------------------------------------
-# lowering (called from coders/template/lower.py)
+# lowering (called from coders/template/lower/program.py)
 # --------------------------------------------------------------------------------------------------
 
 def lower_recurrent(graph, node, used: set[str]) -> Kernel:

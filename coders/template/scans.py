@@ -135,7 +135,7 @@ def trace_indices(nz: Any, name: str, op: str, x: Ref, d: int, keepdim: bool, re
 
 
 # --------------------------------------------------------------------------------------------------
-# lowering (called from lower.py)
+# lowering (called from coders/template/lower/program.py)
 # --------------------------------------------------------------------------------------------------
 
 def lower_walk(graph: Graph, node: GNode) -> Kernel:

@@ -137,7 +137,7 @@ class Normalizer:
     def scalar_constant(self, base: str, value: Any, result: Any, what: str) -> Ref:
         """A 0-d tensor whose value is a Python number known at trace time (`torch.tensor(0.0,
         device=x.device)`, `torch.tensor(self.value)`). It stays a tensor in the graph, so `torch.min(x,
-        t)` is still elementwise, and kernels take it as a literal (lower.py, Body.load): the program
+        t)` is still elementwise, and kernels take it as a literal (lower/body.py, Body.load): the program
         builds no tensor for it."""
         if isinstance(value, torch.Tensor) and value.dim() == 0 and not value.is_meta:
             value = value.item()
