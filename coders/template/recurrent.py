@@ -15,7 +15,7 @@ both directions in one launch; h_{t-1} is read back from the output sequence its
 
 Its kernel keeps the IR's shape: operands (gx, W_hh, b_hh, h0, c0), a body of their loads feeding
 one "recurrent" op whose results "y", "h_n", "c_n" are the outputs, so dead-output trimming and
-compaction (fuse.py) keep every operand while any output lives. `space["roles"]` names each operand.
+compaction (fuse/dead_code.py) keep every operand while any output lives. `space["roles"]` names each operand.
 """
 
 from __future__ import annotations
