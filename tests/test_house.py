@@ -22,7 +22,6 @@ MAX_FUNCTION_LINES = 60
 KNOWN_DEBT = frozenset({
     "coders/template/emit/matmul.py",
     "coders/template/emit/reduce.py",
-    "coders/template/steps.py",
 })
 
 

@@ -167,7 +167,7 @@ def lower_recurrent(graph, node, used: set[str]) -> Kernel:
 
 
 # --------------------------------------------------------------------------------------------------
-# cost (called from coders/template/steps.py)
+# cost (called from coders/template/steps/kernels.py)
 # --------------------------------------------------------------------------------------------------
 
 def sizes(kernel: Kernel) -> tuple[int, int, int, int]:
