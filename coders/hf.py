@@ -17,6 +17,8 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, set_seed
 
 from coders.llm import LLMCoder, Message, Reply
+from coders.llm.hybrid import llm_coder
+from mtmc.protocols import Coder, Menu
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +73,7 @@ class HFChat:
 
 def hf_coder(model: str, device: str = "auto", dtype: str = "auto", max_new_tokens: int = 4096,
              temperature: float = 0.2, top_p: float = 0.95, seed: int = 0, trust_remote_code: bool = False,
-             hybrid_start: bool = True) -> LLMCoder:
+             hybrid_start: bool = True, start: Coder | None = None, menu: Menu | None = None) -> Coder:
     chat = HFChat(model, device=device, dtype=dtype, max_new_tokens=max_new_tokens, temperature=temperature,
                   top_p=top_p, seed=seed, trust_remote_code=trust_remote_code)
-    return LLMCoder(chat, name="hf", hybrid_start=hybrid_start)
+    return llm_coder(LLMCoder(chat, name="hf", menu=menu), start, hybrid_start)

@@ -27,6 +27,8 @@ from typing import Any
 
 from coders.llm import ChatError, LLMCoder, Message, Reply
 from coders.llm.chat import plain_data
+from coders.llm.hybrid import llm_coder
+from mtmc.protocols import Coder, Menu
 
 TRANSIENT_HTTP = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 ERROR_BODY_CHARS = 500
@@ -139,11 +141,12 @@ def openai_coder(model: str, base_url: str = "http://127.0.0.1:8000/v1",
                  api_key_env: str | None = "OPENAI_API_KEY", timeout_s: float = 600.0, max_retries: int = 4,
                  backoff_s: float = 2.0, max_backoff_s: float = 60.0, max_concurrency: int = 8,
                  temperature: float | None = 0.2, max_tokens: int | None = None,
-                 extra_body: Mapping[str, Any] | None = None, hybrid_start: bool = True) -> LLMCoder:
+                 extra_body: Mapping[str, Any] | None = None, hybrid_start: bool = True,
+                 start: Coder | None = None, menu: Menu | None = None) -> Coder:
     chat = OpenAIChat(base_url, model, api_key_env=api_key_env, timeout_s=timeout_s, max_retries=max_retries,
                       backoff_s=backoff_s, max_backoff_s=max_backoff_s, max_concurrency=max_concurrency,
                       temperature=temperature, max_tokens=max_tokens, extra_body=extra_body)
-    return LLMCoder(chat, name="openai", hybrid_start=hybrid_start)
+    return llm_coder(LLMCoder(chat, name="openai", menu=menu), start, hybrid_start)
 
 
 def _root_cause(err: BaseException) -> BaseException:

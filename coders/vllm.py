@@ -18,6 +18,8 @@ from typing import Any
 
 from coders.llm import LLMCoder, Message, Reply
 from coders.llm.chat import plain_data
+from coders.llm.hybrid import llm_coder
+from mtmc.protocols import Coder, Menu
 
 INSTALL_HINT = "pip install 'mtmc[vllm]'"
 
@@ -51,13 +53,14 @@ def vllm_coder(model: str, tensor_parallel_size: int = 1, dtype: str = "auto",
                max_model_len: int | None = None, gpu_memory_utilization: float = 0.9,
                enforce_eager: bool = False, seed: int = 0, temperature: float = 0.2, top_p: float = 0.95,
                max_tokens: int = 8192, chat_template_kwargs: Mapping[str, Any] | None = None,
-               trust_remote_code: bool = False, hybrid_start: bool = True) -> LLMCoder:
+               trust_remote_code: bool = False, hybrid_start: bool = True, start: Coder | None = None,
+               menu: Menu | None = None) -> Coder:
     chat = VLLMChat(model, tensor_parallel_size=tensor_parallel_size, dtype=dtype,
                     max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization,
                     enforce_eager=enforce_eager, seed=seed, temperature=temperature, top_p=top_p,
                     max_tokens=max_tokens, chat_template_kwargs=chat_template_kwargs,
                     trust_remote_code=trust_remote_code)
-    return LLMCoder(chat, name="vllm", hybrid_start=hybrid_start)
+    return llm_coder(LLMCoder(chat, name="vllm", menu=menu), start, hybrid_start)
 
 
 def _import_vllm() -> Any:

@@ -1,4 +1,8 @@
-"""The three roles of the loop, as Protocols: anything with the method plugs in (no base classes)."""
+"""The roles of the loop, as Protocols: anything with the methods plugs in (no base classes).
+
+Planner, Coder and Verifier are the loop's three roles; a Menu is the part of a coder's knowledge a
+planner needs (the legal steps of a program), a role of its own so that one coder can offer another's
+menu (an LLM coder the template coder's) without importing it."""
 
 from __future__ import annotations
 
@@ -55,6 +59,21 @@ class PlanState:
 @runtime_checkable
 class Planner(Protocol):
     def propose(self, state: PlanState) -> Strategy: ...
+
+
+@runtime_checkable
+class Menu(Protocol):
+    """The legal steps of a program for a task: what a planner may propose next.
+
+    `legal_strategies` reads the menu's own record of a program (a program its coder wrote).
+    `follow` gives that record after one more step (`program` None: before the port), or None where
+    the menu cannot follow; with it a coder whose programs carry no structure a menu can read (an
+    LLM's: source only) keeps a shadow record of each program and still offers the steps of where it
+    is (coders/llm/menu.py)."""
+
+    def legal_strategies(self, task: Task, program: Program | None) -> list[Strategy]: ...
+
+    def follow(self, task: Task, program: Program | None, strategy: Strategy) -> Program | None: ...
 
 
 @runtime_checkable

@@ -25,9 +25,14 @@ def composed(job: str, overrides: list[str]):
 
 
 def assert_target_binds(node) -> None:
-    kwargs = OmegaConf.to_container(node, resolve=True)
+    """The node's `_target_` takes its arguments, and so do those of the nodes inside it (an LLM
+    coder's `start` coder and `menu`)."""
+    kwargs = OmegaConf.to_container(node, resolve=True) if not isinstance(node, dict) else dict(node)
     target = get_object(kwargs.pop("_target_"))
     inspect.signature(target).bind(**kwargs)
+    for value in kwargs.values():
+        if isinstance(value, dict) and "_target_" in value:
+            assert_target_binds(value)
 
 
 @pytest.mark.parametrize("job", JOBS)

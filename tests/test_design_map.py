@@ -4,7 +4,7 @@ it, and every module it names exists.
 A module is named by its path (`mtmc/verify/engine.py`), or by its file name in a part of the map
 that names its folder: a row of a table, or a `##` section (the Packages row of `mtmc/verify/`
 names `engine.py`; the template coder's section, which names `coders/template/` and `emit/`, names
-`emit/matmul.py` as `matmul.py`). A package's `__init__.py` is named with its folder.
+`emit/reduce.py` as `reduce.py`). A package's `__init__.py` is named with its folder.
 """
 
 from __future__ import annotations

@@ -59,7 +59,7 @@ TAPS_CONFIG_16 = {**CONV_CONFIG_16, "channels_last": True}
 # With K-major weight tiles (emit/conv.py), 128 x 128 tiles, 8 warps, 3 stages led where a group has
 # at least 128 output channels (KernelBench 55, 56, 67 and level-2 1_Conv2D on an H100: 1.6-2.0x
 # the 256 x 64 tiles of before); with 64 output channels 256 x 64 stayed best
-# (benchmarks/probes/2026-11-27-conv-tma).
+# (benchmarks/probes/2026-11-26-conv-tma).
 TAPS_CONFIG_WIDE = {**TAPS_CONFIG, "BLOCK_M": 128, "BLOCK_N": 128, "num_stages": 3}
 DIRECT_CONFIG = {"BLOCK_M": 64, "BLOCK_N": 32, "num_warps": 4, "num_stages": 2}
 HALF = (torch.float16, torch.bfloat16)

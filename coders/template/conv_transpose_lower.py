@@ -36,7 +36,7 @@ PARAMS = ["input", "weight", "bias", "stride", "padding", "output_padding", "gro
 
 
 # --------------------------------------------------------------------------------------------------
-# tracing (called from coders/template/trace.py's handler tables)
+# tracing (called from the handler tables of coders/template/trace/)
 # --------------------------------------------------------------------------------------------------
 
 def trace_module(nz, n, module: nn.Module, path: str, args: list, kwargs: dict, result: Any) -> Ref:
@@ -92,7 +92,7 @@ def _node(nz, name: str, x: Any, weight: Any, bias: Any, geometry: Ref, dims: in
 
 
 # --------------------------------------------------------------------------------------------------
-# lowering (called from coders/template/lower.py)
+# lowering (called from coders/template/lower/)
 # --------------------------------------------------------------------------------------------------
 
 def lower_conv_transpose(graph, ir: ProgramIR, node, body) -> Kernel:

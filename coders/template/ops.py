@@ -7,6 +7,7 @@ written through the sigmoid and softplus through exp/log.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 UNARY = ("relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs", "neg", "erf", "sin", "cos",
@@ -53,121 +54,138 @@ def _softplus(x: str) -> str:
     return f"(tl.maximum({x}, 0.0) + tl.log(1.0 + {exp(f'-tl.abs({x})')}))"
 
 
+Expression = Callable[[list[str], dict[str, Any]], str]  # (named args, the op's attrs) -> Triton
+
+
 def expr(op: str, a: list[str], attrs: dict[str, Any]) -> str:
-    """The Triton expression for `op` over already-named args `a`."""
-    x = a[0] if a else ""
-    simple = {
-        "relu": f"tl.maximum({x}, 0.0)",
-        "sigmoid": f"tl.sigmoid({x})",
-        "tanh": _tanh(x),
-        "exp": exp(x),
-        "log": f"tl.log({x})",
-        "sqrt": f"tl.sqrt({x})",
-        "rsqrt": f"tl.rsqrt({x})",
-        "abs": f"tl.abs({x})",
-        "neg": f"-{x}",
-        "erf": f"tl.erf({x})",
-        "sin": f"tl.sin({x})",
-        "cos": f"tl.cos({x})",
-        "exp2": f"tl.exp2({x})",
-        "log2": f"tl.log2({x})",
-        "floor": f"tl.floor({x})",
-        "ceil": f"tl.ceil({x})",
-        "reciprocal": f"1.0 / {x}",
-        "square": f"{x} * {x}",
-        "silu": f"{x} * tl.sigmoid({x})",
-        "mish": f"{x} * {_tanh(_softplus(x))}",
-        "hardswish": f"{x} * tl.minimum(tl.maximum({x} + 3.0, 0.0), 6.0) / 6.0",
-        "hardsigmoid": f"tl.minimum(tl.maximum({x} / 6.0 + 0.5, 0.0), 1.0)",
-        "selu": f"{_SELU_SCALE!r} * tl.where({x} > 0.0, {x}, {_SELU_ALPHA!r} * ({exp(x)} - 1.0))",
-        "softsign": f"{x} / (1.0 + tl.abs({x}))",
-        "logsigmoid": f"-{_softplus('-' + x)}",
-        "log1p": f"tl.log(1.0 + {x})",
-        "expm1": f"({exp(x)} - 1.0)",
-        "sign": f"tl.where({x} > 0.0, 1.0, tl.where({x} < 0.0, -1.0, 0.0))",
-        "tanhshrink": f"{x} - {_tanh(x)}",
-        "logical_not": f"{x} == 0",
-        "cast_bool": f"{x} != 0",
-    }
-    if op in simple:
-        return simple[op]
-    if op in COMPARISONS:
-        return f"{a[0]} {COMPARISONS[op]} {a[1]}"
-    if op == "add":
-        return f"{a[0]} + {a[1]}"
-    if op == "sub":
-        return f"{a[0]} - {a[1]}"
-    if op == "mul":
-        return f"{a[0]} * {a[1]}"
-    if op == "div":
-        mode = attrs.get("rounding_mode")
-        if mode == "floor":
-            return f"tl.floor({a[0]} / {a[1]})"
-        if mode == "trunc":
-            q = f"({a[0]} / {a[1]})"
-            return f"tl.where({q} >= 0.0, tl.floor({q}), tl.ceil({q}))"
-        return f"{a[0]} / {a[1]}"
-    if op == "floordiv":
+    """The Triton expression for `op` over already-named args `a` (KeyError for an unknown op)."""
+    return EXPRESSIONS[op](a, attrs)
+
+
+def _unary(form: Callable[[str], str]) -> Expression:
+    """An op of its first argument alone."""
+    return lambda a, attrs: form(a[0] if a else "")
+
+
+def _div(a: list[str], attrs: dict[str, Any]) -> str:
+    mode = attrs.get("rounding_mode")
+    if mode == "floor":
         return f"tl.floor({a[0]} / {a[1]})"
-    if op == "mod":  # Python semantics: the sign of the divisor
-        return f"{a[0]} - {a[1]} * tl.floor({a[0]} / {a[1]})"
-    if op == "pow":
-        return _pow(a[0], a[1], attrs)
-    if op == "maximum":
-        return f"tl.maximum({a[0]}, {a[1]})"
-    if op == "minimum":
-        return f"tl.minimum({a[0]}, {a[1]})"
-    if op == "where":
-        return f"tl.where({a[0]}, {a[1]}, {a[2]})"
-    if op == "lerp":
-        return f"{a[0]} + {a[2]} * ({a[1]} - {a[0]})"
-    if op == "addcmul":
-        return f"{a[0]} + {literal(attrs['value'])} * {a[1]} * {a[2]}"
-    if op == "gelu":
-        if attrs.get("approximate", "none") == "tanh":
-            inner = f"0.7978845608028654 * ({x} + 0.044715 * {x} * {x} * {x})"
-            return f"0.5 * {x} * (1.0 + {_tanh(inner)})"
-        return f"0.5 * {x} * (1.0 + tl.erf({x} * 0.7071067811865476))"
-    if op == "leaky_relu":
-        return f"tl.where({x} >= 0.0, {x}, {x} * {literal(attrs['negative_slope'])})"
-    if op == "elu":
-        return f"tl.where({x} > 0.0, {x}, {literal(attrs['alpha'])} * ({exp(x)} - 1.0))"
-    if op == "celu":
-        alpha = literal(attrs["alpha"])
-        return f"tl.where({x} > 0.0, {x}, {alpha} * ({exp(f'{x} / {alpha}')} - 1.0))"
-    if op == "softplus":
-        beta, threshold = literal(attrs["beta"]), literal(attrs["threshold"])
-        soft = f"{_softplus(f'({x} * {beta})')} / {beta}"
-        return f"tl.where({x} * {beta} > {threshold}, {x}, {soft})"
-    if op == "hardtanh":
-        return f"tl.minimum(tl.maximum({x}, {literal(attrs['min_val'])}), {literal(attrs['max_val'])})"
-    if op == "clamp":
-        if attrs.get("tensor_bounds"):
-            out = x
-            if a[1] != "None":
-                out = f"tl.maximum({out}, {a[1]})"
-            if a[2] != "None":
-                out = f"tl.minimum({out}, {a[2]})"
-            return out
-        out = x
-        if attrs.get("min") is not None:
-            out = f"tl.maximum({out}, {literal(attrs['min'])})"
-        if attrs.get("max") is not None:
-            out = f"tl.minimum({out}, {literal(attrs['max'])})"
+    if mode == "trunc":
+        q = f"({a[0]} / {a[1]})"
+        return f"tl.where({q} >= 0.0, tl.floor({q}), tl.ceil({q}))"
+    return f"{a[0]} / {a[1]}"
+
+
+def _gelu(a: list[str], attrs: dict[str, Any]) -> str:
+    x = a[0]
+    if attrs.get("approximate", "none") == "tanh":
+        inner = f"0.7978845608028654 * ({x} + 0.044715 * {x} * {x} * {x})"
+        return f"0.5 * {x} * (1.0 + {_tanh(inner)})"
+    return f"0.5 * {x} * (1.0 + tl.erf({x} * 0.7071067811865476))"
+
+
+def _celu(a: list[str], attrs: dict[str, Any]) -> str:
+    x, alpha = a[0], literal(attrs["alpha"])
+    return f"tl.where({x} > 0.0, {x}, {alpha} * ({exp(f'{x} / {alpha}')} - 1.0))"
+
+
+def _softplus_op(a: list[str], attrs: dict[str, Any]) -> str:
+    x, beta, threshold = a[0], literal(attrs["beta"]), literal(attrs["threshold"])
+    soft = f"{_softplus(f'({x} * {beta})')} / {beta}"
+    return f"tl.where({x} * {beta} > {threshold}, {x}, {soft})"
+
+
+def _clamp(a: list[str], attrs: dict[str, Any]) -> str:
+    out = a[0]
+    if attrs.get("tensor_bounds"):
+        if a[1] != "None":
+            out = f"tl.maximum({out}, {a[1]})"
+        if a[2] != "None":
+            out = f"tl.minimum({out}, {a[2]})"
         return out
-    if op == "threshold":
-        return f"tl.where({x} > {literal(attrs['threshold'])}, {x}, {literal(attrs['value'])})"
-    if op == "hardshrink":
-        return f"tl.where(tl.abs({x}) > {literal(attrs['lambd'])}, {x}, 0.0)"
-    if op == "softshrink":
-        lam = literal(attrs["lambd"])
-        return f"tl.where({x} > {lam}, {x} - {lam}, tl.where({x} < -{lam}, {x} + {lam}, 0.0))"
-    if op == "cast":
-        dtype = attrs.get("dtype")
-        if dtype in ("float16", "bfloat16"):  # round like the reference, keep computing in fp32
-            return f"{x}.to(tl.{dtype}).to(tl.float32)"
-        return f"{x}.to(tl.float32)"
-    raise KeyError(op)
+    if attrs.get("min") is not None:
+        out = f"tl.maximum({out}, {literal(attrs['min'])})"
+    if attrs.get("max") is not None:
+        out = f"tl.minimum({out}, {literal(attrs['max'])})"
+    return out
+
+
+def _softshrink(a: list[str], attrs: dict[str, Any]) -> str:
+    x, lam = a[0], literal(attrs["lambd"])
+    return f"tl.where({x} > {lam}, {x} - {lam}, tl.where({x} < -{lam}, {x} + {lam}, 0.0))"
+
+
+def _cast(a: list[str], attrs: dict[str, Any]) -> str:
+    dtype = attrs.get("dtype")
+    if dtype in ("float16", "bfloat16"):  # round like the reference, keep computing in fp32
+        return f"{a[0]}.to(tl.{dtype}).to(tl.float32)"
+    return f"{a[0]}.to(tl.float32)"
+
+
+# Every elementwise op the IR knows, by canonical name: its Triton expression.
+EXPRESSIONS: dict[str, Expression] = {
+    "relu": _unary(lambda x: f"tl.maximum({x}, 0.0)"),
+    "sigmoid": _unary(lambda x: f"tl.sigmoid({x})"),
+    "tanh": _unary(_tanh),
+    "exp": _unary(exp),
+    "log": _unary(lambda x: f"tl.log({x})"),
+    "sqrt": _unary(lambda x: f"tl.sqrt({x})"),
+    "rsqrt": _unary(lambda x: f"tl.rsqrt({x})"),
+    "abs": _unary(lambda x: f"tl.abs({x})"),
+    "neg": _unary(lambda x: f"-{x}"),
+    "erf": _unary(lambda x: f"tl.erf({x})"),
+    "sin": _unary(lambda x: f"tl.sin({x})"),
+    "cos": _unary(lambda x: f"tl.cos({x})"),
+    "exp2": _unary(lambda x: f"tl.exp2({x})"),
+    "log2": _unary(lambda x: f"tl.log2({x})"),
+    "floor": _unary(lambda x: f"tl.floor({x})"),
+    "ceil": _unary(lambda x: f"tl.ceil({x})"),
+    "reciprocal": _unary(lambda x: f"1.0 / {x}"),
+    "square": _unary(lambda x: f"{x} * {x}"),
+    "silu": _unary(lambda x: f"{x} * tl.sigmoid({x})"),
+    "mish": _unary(lambda x: f"{x} * {_tanh(_softplus(x))}"),
+    "hardswish": _unary(lambda x: f"{x} * tl.minimum(tl.maximum({x} + 3.0, 0.0), 6.0) / 6.0"),
+    "hardsigmoid": _unary(lambda x: f"tl.minimum(tl.maximum({x} / 6.0 + 0.5, 0.0), 1.0)"),
+    "selu": _unary(lambda x: f"{_SELU_SCALE!r} * tl.where({x} > 0.0, {x}, {_SELU_ALPHA!r} * "
+                             f"({exp(x)} - 1.0))"),
+    "softsign": _unary(lambda x: f"{x} / (1.0 + tl.abs({x}))"),
+    "logsigmoid": _unary(lambda x: f"-{_softplus('-' + x)}"),
+    "log1p": _unary(lambda x: f"tl.log(1.0 + {x})"),
+    "expm1": _unary(lambda x: f"({exp(x)} - 1.0)"),
+    "sign": _unary(lambda x: f"tl.where({x} > 0.0, 1.0, tl.where({x} < 0.0, -1.0, 0.0))"),
+    "tanhshrink": _unary(lambda x: f"{x} - {_tanh(x)}"),
+    "logical_not": _unary(lambda x: f"{x} == 0"),
+    "cast_bool": _unary(lambda x: f"{x} != 0"),
+    **{op: (lambda a, attrs, sign=sign: f"{a[0]} {sign} {a[1]}") for op, sign in COMPARISONS.items()},
+    "add": lambda a, attrs: f"{a[0]} + {a[1]}",
+    "sub": lambda a, attrs: f"{a[0]} - {a[1]}",
+    "mul": lambda a, attrs: f"{a[0]} * {a[1]}",
+    "div": _div,
+    "floordiv": lambda a, attrs: f"tl.floor({a[0]} / {a[1]})",
+    "mod": lambda a, attrs: f"{a[0]} - {a[1]} * tl.floor({a[0]} / {a[1]})",  # the sign of the divisor
+    "pow": lambda a, attrs: _pow(a[0], a[1], attrs),
+    "maximum": lambda a, attrs: f"tl.maximum({a[0]}, {a[1]})",
+    "minimum": lambda a, attrs: f"tl.minimum({a[0]}, {a[1]})",
+    "where": lambda a, attrs: f"tl.where({a[0]}, {a[1]}, {a[2]})",
+    "lerp": lambda a, attrs: f"{a[0]} + {a[2]} * ({a[1]} - {a[0]})",
+    "addcmul": lambda a, attrs: f"{a[0]} + {literal(attrs['value'])} * {a[1]} * {a[2]}",
+    "gelu": _gelu,
+    "leaky_relu": lambda a, attrs: (f"tl.where({a[0]} >= 0.0, {a[0]}, "
+                                    f"{a[0]} * {literal(attrs['negative_slope'])})"),
+    "elu": lambda a, attrs: (f"tl.where({a[0]} > 0.0, {a[0]}, "
+                             f"{literal(attrs['alpha'])} * ({exp(a[0])} - 1.0))"),
+    "celu": _celu,
+    "softplus": _softplus_op,
+    "hardtanh": lambda a, attrs: (f"tl.minimum(tl.maximum({a[0]}, {literal(attrs['min_val'])}), "
+                                  f"{literal(attrs['max_val'])})"),
+    "clamp": _clamp,
+    "threshold": lambda a, attrs: (f"tl.where({a[0]} > {literal(attrs['threshold'])}, {a[0]}, "
+                                   f"{literal(attrs['value'])})"),
+    "hardshrink": lambda a, attrs: f"tl.where(tl.abs({a[0]}) > {literal(attrs['lambd'])}, {a[0]}, 0.0)",
+    "softshrink": _softshrink,
+    "cast": _cast,
+}
 
 
 def _pow(x: str, e: str, attrs: dict[str, Any]) -> str:

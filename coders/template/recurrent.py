@@ -15,7 +15,7 @@ both directions in one launch; h_{t-1} is read back from the output sequence its
 
 Its kernel keeps the IR's shape: operands (gx, W_hh, b_hh, h0, c0), a body of their loads feeding
 one "recurrent" op whose results "y", "h_n", "c_n" are the outputs, so dead-output trimming and
-compaction (fuse.py) keep every operand while any output lives. `space["roles"]` names each operand.
+compaction (fuse/dead_code.py) keep every operand while any output lives. `space["roles"]` names each operand.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ OUTPUTS = ("y", "h_n", "c_n")
 
 
 # --------------------------------------------------------------------------------------------------
-# tracing (called from coders/template/trace.py's module table)
+# tracing (called from coders/template/trace/modules.py's module table)
 # --------------------------------------------------------------------------------------------------
 
 def trace_module(nz, n, module: nn.RNNBase, path: str, args: list, kwargs: dict, result: Any) -> Any:
@@ -142,7 +142,7 @@ def _stack(nz, name: str, parts: list[Ref], like: torch.Tensor) -> Ref:
 
 
 # --------------------------------------------------------------------------------------------------
-# lowering (called from coders/template/lower.py)
+# lowering (called from coders/template/lower/program.py)
 # --------------------------------------------------------------------------------------------------
 
 def lower_recurrent(graph, node, used: set[str]) -> Kernel:
@@ -167,7 +167,7 @@ def lower_recurrent(graph, node, used: set[str]) -> Kernel:
 
 
 # --------------------------------------------------------------------------------------------------
-# cost (called from coders/template/steps.py)
+# cost (called from coders/template/steps/kernels.py)
 # --------------------------------------------------------------------------------------------------
 
 def sizes(kernel: Kernel) -> tuple[int, int, int, int]:

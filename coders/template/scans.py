@@ -48,7 +48,7 @@ def _float_input(nz: Any, x: Ref, op: str) -> None:
 
 
 # --------------------------------------------------------------------------------------------------
-# tracing (called from trace.py's handler table)
+# tracing (called from coders/template/trace/registry.py's handler table)
 # --------------------------------------------------------------------------------------------------
 
 def trace_scan(nz: Any, name: str, op: str, b: dict, result: Any) -> Ref:
@@ -88,7 +88,7 @@ def trace_zeros_like(nz: Any, name: str, op: str, b: dict, result: Any) -> Ref:
 
 def trace_exclusive_scan(nz: Any, name: str, b: dict, result: Any) -> Ref | None:
     """The exclusive cumsum a `cat` of leading zeros and a shifted cumsum spells, or None for any
-    other cat (a plain concatenation: trace.py's cat kernel)."""
+    other cat (a plain concatenation: trace/walks.py's cat node)."""
     tensors, dim = b.get("tensors"), b.get("dim", 0)
     x = _exclusive_scan_input(nz, tensors, dim, result)
     if x is None:
@@ -135,7 +135,7 @@ def trace_indices(nz: Any, name: str, op: str, x: Ref, d: int, keepdim: bool, re
 
 
 # --------------------------------------------------------------------------------------------------
-# lowering (called from lower.py)
+# lowering (called from coders/template/lower/program.py)
 # --------------------------------------------------------------------------------------------------
 
 def lower_walk(graph: Graph, node: GNode) -> Kernel:

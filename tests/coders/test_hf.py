@@ -16,6 +16,8 @@ from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM, PreTraine
 
 from coders.hf import HFChat, hf_coder
 from coders.llm import build_messages
+from coders.template import TemplateCoder
+from coders.template.menu import TemplateMenu
 from mtmc.budgets import Budgets
 from mtmc.graph import Context, build_graph, initial_state, run_config
 from mtmc.strategies import PORT
@@ -73,7 +75,8 @@ def test_junk_is_rejected_and_the_best_program_kept(tiny_model):
     are junk, so the step is rejected (no program in the reply, or a program the verifier fails)
     and the port stays the program."""
     task = tiny_task()
-    coder = hf_coder(str(tiny_model), max_new_tokens=MAX_NEW_TOKENS, temperature=1.0, hybrid_start=True)
+    coder = hf_coder(str(tiny_model), max_new_tokens=MAX_NEW_TOKENS, temperature=1.0, hybrid_start=True,
+                     start=TemplateCoder(), menu=TemplateMenu())
     with InterpreterVerifier(seeds=1) as verifier:
         context = Context(task=task, planner=ScriptedPlanner(["port", "vectorize"]), coder=coder,
                           verifier=verifier, budgets=Budgets(max_steps=3, max_retries=1))

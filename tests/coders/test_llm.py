@@ -1,5 +1,7 @@
-"""LLMCoder (coders/llm/llm_coder.py) on a scripted Chat: hybrid start, the menu it offers the planner,
-retry prompts, usage on failure. The HTTP, vLLM and transformers backends have their own tests.
+"""LLMCoder (coders/llm/llm_coder.py) on a scripted Chat, alone and composed with the template coder's
+port (HybridCoder, coders/llm/hybrid.py): hybrid start, the menu it offers the planner (the template's
+TemplateMenu, coders/template/menu.py), retry prompts, usage on failure. The HTTP, vLLM and
+transformers backends have their own tests.
 
     pytest tests/coders/test_llm.py
 """
@@ -9,9 +11,11 @@ from __future__ import annotations
 import pytest
 
 from coders.llm import LLMCoder, Reply
+from coders.llm.hybrid import HybridCoder
 from coders.llm.menu import MENU_KEY, generic_menu
 from coders.template import TemplateCoder
-from mtmc.protocols import Coder, CoderError
+from coders.template.menu import TemplateMenu
+from mtmc.protocols import Coder, CoderError, Menu
 from mtmc.strategies import PORT, STOP, Strategy
 from mtmc.tasks import Task
 from mtmc.verify.verdict import Status, Verdict
@@ -62,14 +66,29 @@ def template_port():
     return task, TemplateCoder().apply(task, None, PORT)
 
 
-def test_llm_coder_is_a_coder():
-    assert isinstance(LLMCoder(ScriptedChat()), Coder)
+def hybrid(chat: ScriptedChat) -> HybridCoder:
+    """What conf/coder/openai.yaml builds: the template's port first, its menu throughout."""
+    return HybridCoder(TemplateCoder(), LLMCoder(chat, menu=TemplateMenu()))
+
+
+def test_llm_coder_is_a_coder_and_the_template_menu_a_menu():
+    assert isinstance(LLMCoder(ScriptedChat()), Coder) and isinstance(hybrid(ScriptedChat()), Coder)
+    assert isinstance(TemplateMenu(), Menu)
+
+
+def test_the_llm_coders_do_not_import_the_template_coder():
+    """They take a Menu and a start coder from the config (conf/coder/*.yaml) instead."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "coders"
+    sources = [*root.joinpath("llm").glob("*.py"), *(root / f"{n}.py" for n in ("openai", "vllm", "hf"))]
+    assert [p.name for p in sources if "coders.template" in p.read_text()] == []
 
 
 def test_hybrid_start_takes_the_template_port_without_asking_the_model(template_port):
     task, port = template_port
     chat = ScriptedChat()
-    program = LLMCoder(chat).apply(task, None, PORT)
+    program = hybrid(chat).apply(task, None, PORT)
     assert chat.sent == [] and program.source == port.source
     assert "usage" not in program.metadata  # nothing was spent
 
@@ -77,7 +96,7 @@ def test_hybrid_start_takes_the_template_port_without_asking_the_model(template_
 def test_the_menu_follows_the_template_through_llm_steps(template_port):
     task, port = template_port
     template = TemplateCoder()
-    coder = LLMCoder(ScriptedChat(fenced(variant("tuned"))))
+    coder = hybrid(ScriptedChat(fenced(variant("tuned"))))
     start = coder.apply(task, None, PORT)
     assert coder.legal_strategies(task, start) == template.legal_strategies(task, port)
     step = next(s for s in coder.legal_strategies(task, start) if s.kind == "tile")
@@ -91,7 +110,7 @@ def test_the_menu_follows_the_template_through_llm_steps(template_port):
 def test_the_step_prompt_carries_the_current_program(template_port):
     task, port = template_port
     chat = ScriptedChat(fenced(PROGRAM))
-    coder = LLMCoder(chat)
+    coder = hybrid(chat)
     coder.apply(task, coder.apply(task, None, PORT), Strategy("vectorize"))
     assert port.source.strip() in chat.prompt(0) and "`vectorize`" in chat.prompt(0)
 
@@ -99,7 +118,7 @@ def test_the_step_prompt_carries_the_current_program(template_port):
 def test_without_hybrid_start_the_model_writes_the_port(template_port):
     task, _ = template_port
     chat = ScriptedChat(fenced(PROGRAM))
-    program = LLMCoder(chat, hybrid_start=False).apply(task, None, PORT)
+    program = LLMCoder(chat, menu=TemplateMenu()).apply(task, None, PORT)
     assert program.source == PROGRAM and "no program yet" in chat.prompt(0)
     assert program.metadata["usage"] == {"requests": 1, "latency_s": 0.5, "prompt_tokens": 100,
                                          "completion_tokens": 50}
@@ -109,7 +128,7 @@ def test_without_hybrid_start_the_model_writes_the_port(template_port):
 def test_a_failed_template_port_goes_to_the_model_with_the_failure(template_port):
     task, port = template_port
     chat = ScriptedChat(fenced(PROGRAM))
-    coder = LLMCoder(chat)
+    coder = hybrid(chat)
     coder.apply(task, None, PORT)
     failed = Verdict(Status.RUNTIME_ERROR, message="illegal memory access")
     assert coder.apply(task, None, PORT, feedback=failed).source == PROGRAM
@@ -118,7 +137,7 @@ def test_a_failed_template_port_goes_to_the_model_with_the_failure(template_port
 
 def test_tasks_the_template_cannot_port_go_to_the_model_with_a_generic_menu():
     chat = ScriptedChat(fenced(variant("port")), fenced(variant("vectorized")))
-    coder = LLMCoder(chat)
+    coder = hybrid(chat)
     port = coder.apply(SORT, None, PORT)
     assert len(chat.sent) == 1 and port.metadata[MENU_KEY] is None
     menu = coder.legal_strategies(SORT, port)
@@ -132,7 +151,7 @@ def test_tasks_the_template_cannot_port_go_to_the_model_with_a_generic_menu():
 def test_a_retry_shows_the_failed_attempt_of_the_same_step_only(template_port):
     task, _ = template_port
     chat = ScriptedChat(fenced(variant("first")), fenced(variant("second")), fenced(variant("other")))
-    coder = LLMCoder(chat)
+    coder = hybrid(chat)
     start = coder.apply(task, None, PORT)
     coder.apply(task, start, Strategy("vectorize"))
     wrong = Verdict(Status.INCORRECT, message="mismatch", max_abs_error=2.0)
@@ -143,7 +162,7 @@ def test_a_retry_shows_the_failed_attempt_of_the_same_step_only(template_port):
 
 
 def test_a_reply_without_code_raises_with_what_it_cost():
-    coder = LLMCoder(ScriptedChat("I would rather not."), hybrid_start=False)
+    coder = LLMCoder(ScriptedChat("I would rather not."))
     with pytest.raises(CoderError, match="no program in the reply") as err:
         coder.apply(tiny_task(), None, PORT)
     assert err.value.usage == {"requests": 1, "latency_s": 0.5, "prompt_tokens": 100, "completion_tokens": 50}
@@ -152,3 +171,5 @@ def test_a_reply_without_code_raises_with_what_it_cost():
 def test_stop_is_never_applied():
     with pytest.raises(CoderError, match="stop"):
         LLMCoder(ScriptedChat()).apply(tiny_task(), None, STOP)
+    with pytest.raises(CoderError, match="stop"):
+        hybrid(ScriptedChat()).apply(tiny_task(), None, STOP)

@@ -18,6 +18,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from coders.llm import ChatError
 from coders.openai import OpenAIChat, openai_coder
+from coders.template import TemplateCoder
+from coders.template.menu import TemplateMenu
 from mtmc.budgets import Budgets
 from mtmc.graph import Context, build_graph, initial_state, run_config
 from mtmc.optimize import RunStopped, run_optimize
@@ -59,7 +61,9 @@ def fenced(code: str) -> str:
 
 
 def coder_for(server: ScriptedChatServer, **kwargs):
-    return openai_coder(model="scripted", base_url=server.url, hybrid_start=kwargs.pop("hybrid_start", False),
+    """The template's menu, as conf/coder/openai.yaml has it; its port first with `hybrid_start=True`."""
+    start = TemplateCoder() if kwargs.pop("hybrid_start", False) else None
+    return openai_coder(model="scripted", base_url=server.url, start=start, menu=TemplateMenu(),
                         **{**FAST, **kwargs})
 
 

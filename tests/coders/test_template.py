@@ -208,7 +208,7 @@ def test_score_softmax_pattern_becomes_one_kernel_that_writes_the_probabilities(
 
 
 def test_fp32_scores_are_not_fused_with_their_softmax():
-    """Computing fp32 scores twice lost on the H200, with FMA and with tf32x3 dots (fuse.py)."""
+    """Computing fp32 scores twice lost on the H200, with FMA and with tf32x3 dots (fuse/attention.py)."""
     task = load_task("baddbmm_softmax")
     program = coder.apply(task, None, PORT)
     for text in ["fuse epilogue", "precision tf32x3"]:

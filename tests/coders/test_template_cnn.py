@@ -11,6 +11,7 @@ import pytest
 from coders.template import TemplateCoder, fuse
 from coders.template.emit.common import FusionError
 from coders.template.emit.module import generate
+from coders.template.fuse import chains
 from coders.template.ir import ProgramIR
 from coders.template.lower import lower
 from coders.template.trace import trace
@@ -57,7 +58,7 @@ def test_a_deep_program_tries_each_pair_a_bounded_number_of_times(monkeypatch):
     whole program per try, took over 13 minutes. Pairs refused for good are not tried again."""
     tries = []
     real = fuse.merged_kernel
-    monkeypatch.setattr(fuse, "merged_kernel", lambda ir, p, c: tries.append(1) or real(ir, p, c))
+    monkeypatch.setattr(chains, "merged_kernel", lambda ir, p, c: tries.append(1) or real(ir, p, c))
     lowered = lower(trace(cnn_task("residual_tower"), {"DEPTH": 24}))
     fused = fuse.fuse_chains(lowered)
     merges = len(lowered.kernels()) - len(fused.kernels())

@@ -18,7 +18,7 @@ The launcher lays the gemm form's weight out once per call as [C_out, taps, C_in
 of the small weight tensor), K-major: a weight tile is read as [BLOCK_N, BLOCK_K] along K and
 transposed in the dot. TF32 tensor-core dots (wgmma) read both operands K-major from shared
 memory; with the [taps, C_in/groups, C_out] order of before, Triton could not, and on an H100 the
-same tiles ran 1.3-1.9x slower on KernelBench level-1/2 convs (benchmarks/probes/2026-11-27-conv-tma).
+same tiles ran 1.3-1.9x slower on KernelBench level-1/2 convs (benchmarks/probes/2026-11-26-conv-tma).
 The direct form keeps [taps, 1, C_out]: a tap's weights of consecutive channels are one row.
 
 TF32 rounding (config "tf32_round", off by default): the tensor cores read an fp32 operand's top

@@ -7,7 +7,7 @@
 Gather form: each output pixel reads, through each tap, the input pixel
 i = (o + padding - t * dilation) / stride where that is whole and inside the input. Every output
 element is written once by one program (no atomics, no zero-fill pass), so the fused epilogue runs on
-the finished fp32 tile, as in emit/matmul.py.
+the finished fp32 tile, as in emit/matmul/.
 
 One program computes BLOCK_M output pixels x BLOCK_N output channels of one group. The K loop is
 two loops: taps outside (the input position and its mask are computed once per tap for the tile's

@@ -526,12 +526,12 @@ def tuning_space(kernel: Kernel) -> list[dict]:
 
 
 # --------------------------------------------------------------------------------------------------
-# the menu's form steps (steps.py hands `tile` and `vectorize` of a pool kernel here)
+# the menu's form steps (steps/apply.py hands `tile` and `vectorize` of a pool kernel here)
 # --------------------------------------------------------------------------------------------------
 
 def form_steps(kernel: Kernel) -> list[Strategy]:
     """Steps into the tile form (a few row x column tiles) and its vector taps where they apply;
-    steps.py offers them next to the flat form's blocks and the warps."""
+    steps/menu.py offers them next to the flat form's blocks and the warps."""
     cfg = kernel.config
     current = (cfg.get("BLOCK_M"), cfg.get("BLOCK_N")) if is_tile(kernel) else None
     steps = [Strategy.make("tile", BLOCK_M=m, BLOCK_N=n) for m, n in TILES[min(kernel.space["nd"], 2)]

@@ -102,7 +102,7 @@ def _cell(w: Writer, mode: str) -> None:
 
 def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> None:
     """Outputs allocated, then one launch per time step; h0 / c0 default to zeros. Local names start
-    with "_": graph values never do (trace.py), so an operand is never shadowed."""
+    with "_": graph values never do (trace/signatures.py), so an operand is never shadowed."""
     space, cfg = kernel.space, kernel.config
     roles = space["roles"]
     gx, dirs = roles["gx"], space["dirs"]

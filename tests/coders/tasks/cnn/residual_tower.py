@@ -48,4 +48,5 @@ def get_init_inputs():
     return [C, DEPTH]
 
 
-MTMC = {"mode": "eval", "cpu_sizes": [{"B": 2, "C": 3, "H": 7, "W": 5}]}  # an inference tower: eval BatchNorm fuses into the convs
+# an inference tower: BatchNorm with running statistics, which fuses into the convs
+MTMC = {"mode": "eval", "cpu_sizes": [{"B": 2, "C": 3, "H": 7, "W": 5}]}

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 import torch.nn as nn
 
-from coders.template.trace import Ref, unsupported
+from coders.template.trace.graph import Ref, unsupported
 
 DISTANCE_PARAMS = ["x1", "x2", "p", "eps", "keepdim"]
 TRIPLET_PARAMS = ["anchor", "positive", "negative", "margin", "p", "eps", "swap", "size_average", "reduce",

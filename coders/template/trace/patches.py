@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from coders.template.trace import Ref, render, unsupported
+from coders.template.trace.graph import Ref, unsupported
+from coders.template.trace.render import render
 
 PARAMS = ["input", "dimension", "size", "step"]
 

@@ -23,7 +23,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from coders.template.ir import self_path
-from coders.template.trace import Ref, _h_rowwise, _Unsupported, unsupported
+from coders.template.trace.graph import Ref, Uncomputable, unsupported
+from coders.template.trace.reductions import rowwise
 
 MHA_PARAMS = ["query", "key", "value", "key_padding_mask", "need_weights", "attn_mask",
               "average_attn_weights", "is_causal"]
@@ -68,7 +69,7 @@ def trace_mha(nz, n, module: nn.MultiheadAttention, path: str, args: list, kwarg
     out = attention_block(nz, n.name, module, path, bound["query"], bound["key"], bound["value"])
     if not bound.get("need_weights", True):
         return (out, None)
-    return (out, _Unsupported("the averaged attention weights of nn.MultiheadAttention (need_weights)"))
+    return (out, Uncomputable("the averaged attention weights of nn.MultiheadAttention (need_weights)"))
 
 
 def attention_block(nz, name: str, module: nn.MultiheadAttention, path: str, query: Ref, key: Ref,
@@ -188,4 +189,4 @@ def _norm(nz, name: str, module: nn.LayerNorm, path: str, x: Ref) -> Ref:
     bias = nz.param(f"{path}.bias") if module.bias is not None else None
     b = {"input": x, "normalized_shape": module.normalized_shape, "weight": weight, "bias": bias,
          "eps": module.eps}
-    return _h_rowwise(nz, name, "layer_norm", b, _meta(nz, x, nz.shape(x)))
+    return rowwise(nz, name, "layer_norm", b, _meta(nz, x, nz.shape(x)))

@@ -1,0 +1,21 @@
+"""Fusion on the IR (the template coder's third pass): merge a producer kernel with a consumer kernel,
+drop what is no longer needed.
+
+Two kernels merge when the guest's space maps onto the host's: the same shape (an elementwise op
+on a reduction's input or on a matmul's output), or the reduced shape of a reduction (an op on
+its per-row results). Operands the guest read from the host's outputs become body values; other
+operands are re-addressed in the host's space, which must be able to address them (checked by
+the emitters). Outputs nobody reads any more are not stored.
+
+`queries.py` (what fusion asks of a program), `dead_code.py` (dead code and order), `merge.py` (two
+kernels into one), `chains.py` (candidate pairs, the legal fusions of a kind, the port's chains) and
+`attention.py` (a score chain into one flash kernel).
+"""
+
+from coders.template.fuse.attention import fuse_attention
+from coders.template.fuse.chains import fuse_chains, fusions, pairs
+from coders.template.fuse.merge import merge, merged_kernel
+from coders.template.fuse.queries import GEMM_KINDS, TRIANGLES, NotFusable
+
+__all__ = ["GEMM_KINDS", "TRIANGLES", "NotFusable", "fuse_attention", "fuse_chains", "fusions", "merge",
+           "merged_kernel", "pairs"]
