@@ -1,7 +1,7 @@
 """Probe: a stride-1 convolution as a "shifted-row" implicit GEMM loaded by TMA descriptors.
 
-    python benchmarks/probes/2026-11-27-conv-tma/run.py --out $OUT/tma.json [--cases 55 62 ...]
-    python benchmarks/probes/2026-11-27-conv-tma/run.py --cpu-dry-run      # logic, interpreter
+    python benchmarks/probes/2026-11-26-conv-tma/run.py --out $OUT/tma.json [--cases 55 62 ...]
+    python benchmarks/probes/2026-11-26-conv-tma/run.py --cpu-dry-run      # logic, interpreter
 
 The input is copied once per call into a zero-padded channels-last buffer Xp [N, (Dp,) Hp, Wp, C],
 seen as a matrix [N*Dp*Hp*Wp, C]. For a stride-1 conv, output pixel q (indexed over the padded

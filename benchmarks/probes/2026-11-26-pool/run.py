@@ -1,6 +1,6 @@
 """Probe the template coder's pool kernels on a GPU: flat form x tile form x vector taps (issue 22).
 
-    python benchmarks/probes/2026-11-27-pool/run.py --tasks-dir .kb/l1 \
+    python benchmarks/probes/2026-11-26-pool/run.py --tasks-dir .kb/l1 \
         --tasks 41_ 42_ 43_ 44_ 45_ 46_ --out $OUT/pool.json --time-limit 200
 
 For each task (a file of --tasks-dir whose name starts with one of --tasks) it ports the task with
