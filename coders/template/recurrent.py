@@ -10,8 +10,9 @@ the rest of the coder already knows, plus one recurrent node per layer:
     final state        h_n (and c_n) of all layers: a cat of the layers' (D, B, H) states
 
 G is the gate count (LSTM 4: i, f, g, o; GRU 3: r, z, n; RNN 1) and D the direction count. The
-recurrence lowers to one kernel of kind "recurrent" (emit/recurrent.py) launched once per time step,
-both directions in one launch; h_{t-1} is read back from the output sequence itself.
+recurrence lowers to one kernel of kind "recurrent" (emit/recurrent.py), launched once for all time
+steps and both directions (config time_loop="kernel", the default) or once per time step
+(time_loop="host", the earlier form); h_{t-1} is read back from the output sequence itself.
 
 Its kernel keeps the IR's shape: operands (gx, W_hh, b_hh, h0, c0), a body of their loads feeding
 one "recurrent" op whose results "y", "h_n", "c_n" are the outputs, so dead-output trimming and
@@ -31,8 +32,11 @@ from coders.template.trace import Ref, unsupported
 
 GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
 # a tl.dot needs blocks of at least 16: BLOCK_B covers the batch, BLOCK rows of the hidden state per
-# program, BLOCK_K the hidden state read per step of the product with W_hh
-RECURRENT_CONFIG = {"BLOCK_B": 16, "BLOCK": 32, "BLOCK_K": 32, "num_warps": 4, "precision": "ieee"}
+# product (per program in the "host" form), BLOCK_K the hidden state read per step of the product
+# with W_hh. time_loop: "kernel" loops over the time steps inside one launch, "host" launches a
+# kernel per step (emit/recurrent.py)
+RECURRENT_CONFIG = {"BLOCK_B": 16, "BLOCK": 32, "BLOCK_K": 32, "num_warps": 4, "precision": "ieee",
+                    "time_loop": "kernel"}
 ROLES = ("gx", "whh", "bhh", "h0", "c0")
 OUTPUTS = ("y", "h_n", "c_n")
 
@@ -191,6 +195,8 @@ def moved(ir: ProgramIR, kernel: Kernel) -> int:
 
 
 def programs(kernel: Kernel) -> int:
+    """A launch's programs: the "kernel" form's own all hidden units of their rows."""
     _, batch, hidden, dirs = sizes(kernel)
     cfg = kernel.config
-    return -(-batch // cfg["BLOCK_B"]) * -(-hidden // cfg["BLOCK"]) * dirs
+    units = 1 if cfg.get("time_loop", "kernel") == "kernel" else -(-hidden // cfg["BLOCK"])
+    return -(-batch // cfg["BLOCK_B"]) * units * dirs

@@ -86,7 +86,7 @@ def test_relu_rnn_matches_pytorch(tmp_path):
 
 def test_recurrent_kernel_steps_keep_it_correct(tmp_path):
     """The recurrence dominates a long sequence: its menu holds hidden-state tiles of at least 16
-    (a tl.dot) and warps, no autotune (it launches once per step); fusion leaves it whole."""
+    (a tl.dot) and warps, no autotune; fusion leaves it whole."""
     task = seq_task("gru_bidirectional")
     program = coder.apply(task, None, PORT)
     legal = [str(s) for s in coder.legal_strategies(task, program)]
