@@ -33,156 +33,22 @@ by the window's size.
 
 from __future__ import annotations
 
-import copy
-import re
-
-from coders.template.emit.common import BodyEmitter, FusionError, Writer, needed, ptr, var
-from coders.template.emit.launch import Launcher, autotune_configs, kernel_header, output_alloc, wrap_call
-from coders.template.ir import Kernel, Op
-from coders.template.pooling import FIELDS
-from mtmc.protocols import CoderError
-from mtmc.strategies import Strategy
-
-UNROLL = 64  # windows of at most this many taps (at the traced sizes) are unrolled
-# the tile form's menu (rows x columns of output): a 1-D pool's rows are independent, so wide
-# rows; a 2-D/3-D pool's row blocks share the windows' halo rows, so taller tiles
-TILES = {1: ((1, 1024), (4, 256), (8, 128)), 2: ((8, 128), (16, 64), (32, 32), (4, 64))}
-VECTOR_TILE = (8, 32)  # the tile `vectorize` picks from the flat form: KV taps per output in registers
-VECTOR_MAX = 16  # a vector step's taps along the last dim, at most (registers: BLOCK_M x BLOCK_N x KV)
-# the template's own names; body values that match are renamed before emitting
-_TEMPLATE = re.compile(r"^(oi|wi|kk|lo|hi|ok|od|IN|OUT|SZ|KS|ST|PD|DL|KMAX)\d+$|^(win|plane)_|^odr$|"
-                       r"^(ROWS|KV|WIDE|WIDE_PLANE|COUNT_PAD|DIVISOR)$")
-
-
-class Regions:
-    """A pool kernel's body split around its pool op: hoisted prologue, per-tap prologue, epilogue."""
-
-    def __init__(self, kernel: Kernel) -> None:
-        self.kernel = kernel
-        self.nd = kernel.space["nd"]
-        self.rank = len(kernel.space["traced"])
-        self.n_outer = self.rank - self.nd
-        self.adaptive = kernel.space["pool"].startswith("adaptive")
-        self.kind = kernel.space["pool"].removeprefix("adaptive_")
-        pools = [op for op in kernel.body if op.op == "pool"]
-        if len(pools) != 1:
-            raise FusionError("a pool kernel pools exactly once")
-        self.pool = pools[0]
-        self.index = next((op for op in kernel.body if op.op == "pool_index"), None)
-        window = needed(kernel.body, [self.pool.args[0]])
-        self.window = {op.out for op in window}
-        per_tap: set[str] = set()
-        for op in window:
-            if (op.op == "load" and self.spans_pooled(kernel.operands[op.args[0]].dims)) or \
-                    any(a in per_tap for a in op.args if isinstance(a, str)):
-                per_tap.add(op.out)
-        self.hoisted = [op for op in window if op.out not in per_tap]
-        self.per_tap = [op for op in window if op.out in per_tap]
-        self.after = [op for op in kernel.body if op.out not in self.window and
-                      op.op not in ("pool", "pool_index")]
-        self.per_tap_names = per_tap
-
-    def spans_pooled(self, dims: list[int]) -> bool:
-        return any(d >= self.n_outer for d in dims)
-
-    def split_outer(self) -> bool:
-        """Some operand spans only part of the outer dims: each needs its own index."""
-        outer = list(range(self.n_outer))
-        return any([d for d in o.dims if d < self.n_outer] not in ([], outer)
-                   for o in self.kernel.operands if not o.scalar)
-
-    def address(self, dims: list[int], region: str) -> str:
-        """Offset of an element of a dense operand spanning `dims`, at the tap ("win") or output."""
-        if dims == list(range(self.rank)):
-            return "offs" if region == "out" else "outer * plane_in + win_pos"
-        outer = [d for d in dims if d < self.n_outer]
-        axes = [("outer", "")] if outer and outer == list(range(self.n_outer)) else \
-            [(f"od{d}", f"SZ{d}") for d in outer]
-        for d in dims:
-            if d >= self.n_outer:
-                j = d - self.n_outer
-                axes.append((f"wi{j}", f"IN{j}") if region == "win" else (f"oi{j}", f"OUT{j}"))
-        terms = [" * ".join([index] + [size for _, size in axes[i + 1:]])
-                 for i, (index, _) in enumerate(axes)]
-        return " + ".join(terms) or "0"
-
-
-def check(kernel: Kernel) -> None:
-    """Raise FusionError where the emitter cannot run the kernel's body as written."""
-    regions = Regions(kernel)
-    if regions.pool.args[0] not in regions.per_tap_names:
-        raise FusionError("the pooled value does not read the pool's input")
-    if regions.index is not None and regions.index.args != [regions.pool.out]:
-        raise FusionError("the indices belong to another pooled value")
-    if any(a in regions.per_tap_names for op in regions.after for a in op.args if isinstance(a, str)):
-        raise FusionError("an op after the pool reads a window element")
-    full = list(range(regions.rank))
-    for out in kernel.outputs:
-        if out.dims != full or out.src in regions.window:
-            raise FusionError(f"a pool kernel writes whole outputs after the pool only ({out.value})")
-
-
-def _renamed(kernel: Kernel) -> Kernel:
-    """The kernel with body values that would shadow the template's names renamed."""
-    names = {op.out for op in kernel.body}
-    clash = {n for n in names if _TEMPLATE.match(n) or n == "outer"}
-    if not clash:
-        return kernel
-    new = copy.deepcopy(kernel)
-    rename = {}
-    for n in sorted(clash):
-        fresh = f"v_{n}"
-        while fresh in names:
-            fresh += "_"
-        names.add(fresh)
-        rename[n] = fresh
-    new.body = [Op(rename.get(op.out, op.out), op.op,
-                   [rename.get(a, a) if isinstance(a, str) else a for a in op.args], dict(op.attrs))
-                for op in new.body]
-    for out in new.outputs:
-        out.src = rename.get(out.src, out.src)
-    return new
-
-
-# --------------------------------------------------------------------------------------------------
-# forms
-# --------------------------------------------------------------------------------------------------
-
-def is_tile(kernel: Kernel) -> bool:
-    return kernel.config.get("form", "flat") == "tile"
-
-
-def is_vector(kernel: Kernel) -> bool:
-    """The vector form, where its preconditions hold (elsewhere the tile form loops over every tap)."""
-    return is_tile(kernel) and bool(kernel.config.get("vector")) and vector_ok(kernel)
-
-
-def vector_ok(kernel: Kernel) -> bool:
-    """The window's last-dim taps may be loaded as one vector and reduced in registers: a fixed
-    window (an adaptive one's length varies per output) and no indices (the reduction drops them)."""
-    return not kernel.space["pool"].startswith("adaptive") and \
-        not any(op.op == "pool_index" for op in kernel.body)
-
-
-class Shape:
-    """How the tile form's index tensors broadcast: [BLOCK_M, BLOCK_N], or with a third axis of
-    window taps (the vector form) [BLOCK_M, BLOCK_N, 1] against taps [1, 1, KV]."""
-
-    def __init__(self, kernel: Kernel) -> None:
-        self.tile = is_tile(kernel)
-        self.vector = is_vector(kernel)
-
-    def full(self) -> str:
-        if not self.tile:
-            return "[BLOCK]"
-        return "[BLOCK_M, BLOCK_N, 1]" if self.vector else "[BLOCK_M, BLOCK_N]"
-
-    def rows(self, name: str) -> str:
-        return f"{name}[:, None, None]" if self.vector else f"{name}[:, None]"
-
-    def cols(self, name: str) -> str:
-        return f"{name}[None, :, None]" if self.vector else f"{name}[None, :]"
-
+from coders.template.emit.common import BodyEmitter, Writer, ptr, var
+from coders.template.emit.launch import kernel_header
+from coders.template.emit.pool_forms import (  # noqa: F401 - the forms and menu steps, re-exported
+    TILES,
+    VECTOR_MAX,
+    VECTOR_TILE,
+    Shape,
+    configure,
+    form_steps,
+    is_tile,
+    is_vector,
+    vector_ok,
+)
+from coders.template.emit.pool_launch import emit_helpers, emit_launcher, tuning_space  # noqa: F401
+from coders.template.emit.pool_regions import UNROLL, Regions, check, renamed  # noqa: F401
+from coders.template.ir import Kernel
 
 # --------------------------------------------------------------------------------------------------
 # the kernel
@@ -211,7 +77,7 @@ def _params(kernel: Kernel, regions: Regions) -> tuple[list[str], list[str]]:
 
 
 def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
-    kernel = _renamed(kernel)
+    kernel = renamed(kernel)
     regions = Regions(kernel)
     nd = regions.nd
     params, constexprs = _params(kernel, regions)
@@ -365,8 +231,14 @@ def _window_loops(w: Writer, kernel: Kernel, regions: Regions, body: BodyEmitter
     for op in regions.per_tap:
         w(body.statement(op))
     region[0] = "out"
-    value = body.arg(regions.pool.args[0])
-    if max_pool:
+    _fold_tap(w, regions, shape, body.arg(regions.pool.args[0]))
+    for _ in range(nd):
+        w.dedent()
+
+
+def _fold_tap(w: Writer, regions: Regions, shape: Shape, value: str) -> None:
+    """Fold one tap (or, in the vector form, KV taps) into the running max or sum."""
+    if regions.kind == "max":
         w(f"win_val = tl.where(win_valid, {value}, float(\"-inf\"))")
         if shape.vector:
             # the taps' max, NaN if any tap is NaN (tl.max does not promise to propagate it)
@@ -383,8 +255,6 @@ def _window_loops(w: Writer, kernel: Kernel, regions: Regions, body: BodyEmitter
         w(f"win_acc += tl.sum(tl.where(win_valid, {value}, 0.0), axis=2, keep_dims=True)")
     else:
         w(f"win_acc += tl.where(win_valid, {value}, 0.0)")
-    for _ in range(nd):
-        w.dedent()
 
 
 def _pooled(w: Writer, regions: Regions, body: BodyEmitter) -> None:
@@ -411,168 +281,3 @@ def _pooled(w: Writer, regions: Regions, body: BodyEmitter) -> None:
     if regions.index is not None:
         w(f"{var(regions.index.out)} = win_arg")
         body.types[regions.index.out] = "i"
-
-
-# --------------------------------------------------------------------------------------------------
-# the launcher
-# --------------------------------------------------------------------------------------------------
-
-def emit_helpers(w: Writer) -> None:
-    """Module-level helpers every pool launcher uses: argument tuples and PyTorch's output length."""
-    w()
-    w("def _pool_tuple(value, nd):")
-    w('    """A pooling argument (one int, or one or nd of them) as a tuple of nd."""')
-    w("    values = tuple(value) if isinstance(value, tuple | list) else (value,)")
-    w("    return values * nd if len(values) == 1 else values")
-    w()
-    w()
-    w("def _pool_out(size, kernel, stride, padding, dilation, ceil_mode):")
-    w('    """PyTorch\'s pooled length: with ceil_mode, a last window must start inside the input or its')
-    w('    left padding."""')
-    w("    span = size + 2 * padding - dilation * (kernel - 1) - 1 + (stride - 1 if ceil_mode else 0)")
-    w("    out = span // stride + 1")
-    w("    if ceil_mode and (out - 1) * stride >= size + padding:")
-    w("        out -= 1")
-    w("    return out")
-    w()
-
-
-def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> None:
-    regions = Regions(kernel)
-    nd, x, params = regions.nd, kernel.space["input"], kernel.space["params"]
-    launcher.begin(w)
-    w.indent()
-    launcher.contiguous(w)
-    w(f"_in = tuple({x}.shape[-{nd}:])")
-    kw: list[str] = []
-    if regions.adaptive:
-        w(f"_out = tuple(i if o is None else o for i, o in zip(_in, _pool_tuple({params}[0], {nd})))")
-        w("_kmax = tuple(-(-i // o) + 1 for i, o in zip(_in, _out))  # a window's taps, at most")
-    else:
-        fields = FIELDS[kernel.space["pool"]]
-        w(f"{', '.join('_' + f for f in fields)} = {params}")
-        w(f"_k = _pool_tuple(_kernel_size, {nd})")
-        w(f"_s = _pool_tuple(_stride, {nd}) if _stride else _k  # no stride: the kernel size")
-        w(f"_p = _pool_tuple(_padding, {nd})")
-        w(f"_d = _pool_tuple(_dilation, {nd})" if regions.kind == "max" else f"_d = (1,) * {nd}")
-        w("_out = tuple(_pool_out(i, k, s, p, d, _ceil_mode) for i, k, s, p, d in zip(_in, _k, _s, _p, _d))")
-        kw = [f"{c}{j}={v}[{j}]" for c, v in (("KS", "_k"), ("ST", "_s"), ("PD", "_p")) for j in range(nd)]
-        if regions.kind == "max":
-            kw += [f"DL{j}=_d[{j}]" for j in range(nd)]
-        else:
-            kw += ["COUNT_PAD=bool(_count_include_pad)", "DIVISOR=int(_divisor_override or 0)"]
-    w(f"shape = (*{x}.shape[:-{nd}], *_out)")
-    device = launcher.device()
-    for out in kernel.outputs:
-        w(f"{out.value} = {output_alloc('shape', out.dtype, device)}")
-    w("n = math.prod(shape)")
-    kw.append(f"WIDE=max(n, {x}.numel()) > 2**30")  # headroom for a last block and padding
-    args = [o.value for o in kernel.operands] + [o.value for o in kernel.outputs] + ["n"]
-    if regions.split_outer():
-        args.append(f"*{x}.shape[:-{nd}]")
-    args += ["*_in", "*_out"]
-    cfg = kernel.config
-    if is_tile(kernel):
-        rows, tile_kw = _tile_grid(w, kernel, nd)
-        args += rows
-        kw += tile_kw
-        kw.append("WIDE_PLANE=max(math.prod(_in), math.prod(_out)) > 2**30")
-        if is_vector(kernel):
-            # the last dim's taps per step: its window, to a power of two (at most VECTOR_MAX)
-            kw.append(f"KV=min(triton.next_power_of_2(_k[-1]), {VECTOR_MAX})")
-    elif cfg.get("autotune"):
-        w("grid = lambda meta: (triton.cdiv(n, meta['BLOCK']),)")
-    else:
-        w(f"grid = (triton.cdiv(n, {cfg['BLOCK']}),)")
-        kw += [f"BLOCK={cfg['BLOCK']}"]
-    if not cfg.get("autotune"):
-        kw += [f"num_warps={cfg['num_warps']}"]
-    args += ["*_kmax"] if regions.adaptive else []
-    for line in wrap_call(f"{name}[grid]", args + kw, "", w.depth):
-        w(line)
-    launcher.finish(w)
-    w.dedent()
-    w()
-
-
-def _tile_grid(w: Writer, kernel: Kernel, nd: int) -> tuple[list[str], list[str]]:
-    """The tile form's grid, planes x row blocks x column blocks (flat); the launch's extra
-    (positional, keyword) arguments."""
-    w("_cols = max(_out[-1], 1)")
-    w("_rows = _out[-2]" if nd > 1 else "_rows = n // _cols  # a 1-D pool's rows: its outer dims")
-    w("_planes = n // max(_rows * _cols, 1)")
-    if kernel.config.get("autotune"):
-        w("grid = lambda meta: (_planes * triton.cdiv(_rows, meta['BLOCK_M']) * "
-          "triton.cdiv(_cols, meta['BLOCK_N']),)")
-        return ["_rows"] if nd == 1 else [], []
-    cfg = kernel.config
-    w(f"grid = (_planes * triton.cdiv(_rows, {cfg['BLOCK_M']}) * triton.cdiv(_cols, {cfg['BLOCK_N']}),)")
-    return ["_rows"] if nd == 1 else [], [f"BLOCK_M={cfg['BLOCK_M']}", f"BLOCK_N={cfg['BLOCK_N']}"]
-
-
-def tuning_space(kernel: Kernel) -> list[dict]:
-    """Autotune candidates: the current config first, then blocks (or tiles) and warps around it."""
-    if is_tile(kernel):
-        keys, menu = ["BLOCK_M", "BLOCK_N"], [(m, n, nw) for (m, n) in TILES[min(kernel.space["nd"], 2)]
-                                               for nw in (4, 8)]
-        current = {"BLOCK_M": kernel.config["BLOCK_M"], "BLOCK_N": kernel.config["BLOCK_N"]}
-        others = [{"BLOCK_M": m, "BLOCK_N": n, "num_warps": nw} for m, n, nw in menu]
-    else:
-        keys = ["BLOCK"]
-        current = {"BLOCK": kernel.config["BLOCK"]}
-        others = [{"BLOCK": b, "num_warps": nw} for b, nw in
-                  ((256, 4), (512, 4), (1024, 4), (1024, 8), (128, 2))]
-    return autotune_configs([{**current, "num_warps": kernel.config["num_warps"]}] + others, keys)
-
-
-# --------------------------------------------------------------------------------------------------
-# the menu's form steps (steps/apply.py hands `tile` and `vectorize` of a pool kernel here)
-# --------------------------------------------------------------------------------------------------
-
-def form_steps(kernel: Kernel) -> list[Strategy]:
-    """Steps into the tile form (a few row x column tiles) and its vector taps where they apply;
-    steps/menu.py offers them next to the flat form's blocks and the warps."""
-    cfg = kernel.config
-    current = (cfg.get("BLOCK_M"), cfg.get("BLOCK_N")) if is_tile(kernel) else None
-    steps = [Strategy.make("tile", BLOCK_M=m, BLOCK_N=n) for m, n in TILES[min(kernel.space["nd"], 2)]
-             if (m, n) != current]
-    if vector_ok(kernel) and not is_vector(kernel):
-        steps.append(Strategy.make("vectorize"))
-    return steps
-
-
-def configure(kernel: Kernel, strategy: Strategy) -> None:
-    """Apply `tile BLOCK=..` (the flat form), `tile BLOCK_M=.. BLOCK_N=..` (the tile form) or
-    `vectorize` (the tile form's vector taps) to a pool kernel's config; CoderError where it does
-    not apply. BLOCK stays the output elements per program in both forms (steps.programs reads it)."""
-    cfg = kernel.config
-    args = {k: int(v) for k, v in strategy.params if k != "value"}
-    if cfg.get("autotune"):
-        raise CoderError("the kernel is autotuned")
-    if strategy.kind == "vectorize":
-        if not vector_ok(kernel):
-            raise CoderError("vector taps need a fixed window and no return_indices")
-        if not is_tile(kernel):
-            cfg.update(form="tile", BLOCK_M=VECTOR_TILE[0], BLOCK_N=VECTOR_TILE[1],
-                       BLOCK=VECTOR_TILE[0] * VECTOR_TILE[1])
-        cfg["vector"] = True
-    elif strategy.kind == "tile" and set(args) == {"BLOCK"}:
-        _require_power_of_two(args.values())
-        for key in ("BLOCK_M", "BLOCK_N", "vector"):
-            cfg.pop(key, None)
-        if "form" in cfg:
-            cfg["form"] = "flat"
-        cfg["BLOCK"] = args["BLOCK"]
-    elif strategy.kind == "tile" and set(args) == {"BLOCK_M", "BLOCK_N"}:
-        _require_power_of_two(args.values())
-        if args["BLOCK_M"] * args["BLOCK_N"] > 8192:
-            raise CoderError("a pool tile of more than 8192 outputs")
-        cfg.update(form="tile", BLOCK=args["BLOCK_M"] * args["BLOCK_N"], **args)
-    else:
-        raise CoderError(f"`{strategy}` does not fit the pool kernel {kernel.name}: it takes "
-                         "tile BLOCK=.., tile BLOCK_M=.. BLOCK_N=.. or vectorize")
-
-
-def _require_power_of_two(values) -> None:
-    if any(v < 1 or v & (v - 1) for v in values):
-        raise CoderError("pool blocks are powers of two")
