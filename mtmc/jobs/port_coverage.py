@@ -21,10 +21,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from mtmc.strategies import PORT
 from mtmc.tasks import BrokenTask, Task
+from mtmc.tasks.task import on_meta
 
 UNSUPPORTED = "not supported by the template coder: "  # the template coder's CoderError prefix
 
@@ -64,8 +63,7 @@ def load_problem(task: Task, source: str) -> str:
         sys.modules[name] = module  # dataclasses and pickling look modules up by name
         try:
             spec.loader.exec_module(module)
-            with torch.device("meta"):
-                module.ModelNew(*task.init_inputs())
+            on_meta(lambda: module.ModelNew(*task.init_inputs()))
         except Exception as err:
             return f"{type(err).__name__}: {err}"
         finally:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from mtmc.tasks.task import Task, TaskError, task_from_file
+from mtmc.tasks.task import Task, TaskError, on_meta, task_from_file
 from mtmc.tasks.variants import is_variant, variant_names, variant_task
 
 BUILTIN_DIR = Path(__file__).parent / "builtin"
@@ -102,8 +102,7 @@ def validate(task: Task) -> None:
     task.module()  # syntax, import, missing names
     _ = task.mode  # a known MTMC["mode"], if any
     try:
-        with torch.device("meta"):
-            model = task.make_model(seed=0)
+        model = on_meta(lambda: task.make_model(seed=0))
     except Exception as err:
         raise TaskError(f"{task.where}: building Model(*get_init_inputs()) raised "
                         f"{type(err).__name__}: {err}") from None

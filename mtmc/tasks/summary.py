@@ -15,7 +15,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode, flop_registry
 
-from mtmc.tasks.task import Sizes, Task
+from mtmc.tasks.task import Sizes, Task, on_meta
 
 # aten ops that only re-describe memory: they cost no arithmetic and (fused) no traffic.
 _VIEW_OPS = {"view", "_unsafe_view", "reshape", "expand", "permute", "transpose", "t", "unsqueeze",
@@ -86,8 +86,8 @@ class _OpRecorder(TorchDispatchMode):
 
 def summarize(task: Task, sizes: Sizes | None = None) -> TaskSummary:
     """Trace the reference at `sizes` (the file's own sizes by default) on the meta device."""
+    model = on_meta(lambda: task.make_model(seed=0, sizes=sizes))
     with torch.device("meta"):
-        model = task.make_model(seed=0, sizes=sizes)
         inputs = task.make_inputs(seed=0, sizes=sizes)
     recorder = _OpRecorder()
     flop_counter = FlopCounterMode(display=False)

@@ -30,6 +30,7 @@ and assigning the overrides. External KernelBench files have no `MTMC` and run a
 from __future__ import annotations
 
 import types
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -121,6 +122,23 @@ class Task:
     def make_inputs(self, seed: int = 0, sizes: Sizes | None = None) -> list[Any]:
         torch.manual_seed(seed)
         return list(self.module(sizes).get_inputs())
+
+
+def on_meta(build: Callable[[], torch.nn.Module]) -> torch.nn.Module:
+    """`build()` on the meta device (no memory, no compute). A constructor that reads tensor values
+    (`.item()`: KernelBench's Swin tasks) cannot run there: it is built on the CPU and moved."""
+    try:
+        with torch.device("meta"):
+            return build()
+    except Exception as err:
+        if not needs_real_values(err):
+            raise
+    return build().to("meta")
+
+
+def needs_real_values(err: Exception) -> bool:
+    """An error of the meta device itself (no data to read, no meta kernel), not of the task."""
+    return isinstance(err, NotImplementedError) or "meta tensor" in str(err)
 
 
 def set_mode(model: torch.nn.Module, mode: str | None) -> torch.nn.Module:

@@ -6,7 +6,7 @@ import textwrap
 import pytest
 import torch
 
-from mtmc.tasks import BrokenTask, TaskError, load_suite, load_task, scan_suite, summarize
+from mtmc.tasks import BrokenTask, TaskError, load_suite, load_task, scan_suite, summarize, validate
 from mtmc.verify.hardware import Peaks, roofline_ms
 
 GOOD = """
@@ -149,3 +149,23 @@ def test_unknown_size_override(tmp_path):
 def test_unknown_split():
     with pytest.raises(TaskError, match="unknown split"):
         load_suite("builtin:test")
+
+
+def test_a_constructor_that_reads_tensor_values_is_not_refused_by_the_meta_check(tmp_path):
+    """KernelBench's Swin tasks call .item() in their constructors: meta tensors have no values, so
+    the load check skips what it cannot run on meta rather than refusing a valid task."""
+    path = tmp_path / "reads_values.py"
+    path.write_text(
+        "import torch\nimport torch.nn as nn\n\n"
+        "class Model(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.depth = int(torch.linspace(0, 3, 4)[2].item())\n"
+        "        self.lin = nn.Linear(4, 4)\n\n"
+        "    def forward(self, x):\n"
+        "        return self.lin(x) * self.depth\n\n"
+        "def get_inputs():\n    return [torch.randn(2, 4)]\n\n"
+        "def get_init_inputs():\n    return []\n")
+    task = load_task(str(path))
+    validate(task)
+    assert task.make_model(seed=0).depth == 2

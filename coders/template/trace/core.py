@@ -15,12 +15,13 @@ from coders.template.trace.graph import Graph, flat, unsupported
 from coders.template.trace.normalizer import Normalizer
 from coders.template.trace.signatures import FACTORIES
 from mtmc.tasks import Task
+from mtmc.tasks.task import on_meta
 
 
 def trace(task: Task, sizes: dict | None = None) -> Graph:
     """The canonical op graph of `task` at `sizes` (the file's own sizes by default)."""
+    model = on_meta(lambda: task.make_model(seed=0, sizes=sizes))
     with torch.device("meta"):
-        model = task.make_model(seed=0, sizes=sizes)
         inputs = task.make_inputs(seed=0, sizes=sizes)
     before = set(vars(model))
     try:
