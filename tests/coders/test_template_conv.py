@@ -132,15 +132,18 @@ def test_tap_loop_on_either_input_layout_matches_pytorch(nd, kernel, args, sizes
     check(task, program, tmp_path)
 
 
-def test_tf32_round_rounds_both_operands_to_nearest_before_the_dot(tmp_path):
-    """With tf32_round the kernel computes the conv of TF32-rounded (to nearest) input and weight:
-    equal to that in float64 up to fp32 summation, and off the plain fp32 conv by TF32's error."""
+@pytest.mark.parametrize("channels_last", [True, False])
+def test_tf32_round_rounds_both_operands_to_nearest_before_the_dot(channels_last, tmp_path):
+    """With tf32_round the conv is that of TF32-rounded (to nearest) input and weight: equal to it in
+    float64 up to fp32 summation, and off the plain fp32 conv by TF32's error. A channels-last conv
+    rounds in the launcher's copies (emit/conv_pack.py), a conv on NC* in the kernel's tiles."""
     nd, kernel, args, _ = WIDE[0]
     sizes = {"B": 2, "C_IN": 20, "C_OUT": 6, "S": 9}
     task = geometry_task(nd, kernel, args, [sizes])
-    program = configured(task, k_loop="taps", channels_last=True, BLOCK_M=16, BLOCK_N=16, BLOCK_K=16,
-                         precision="tf32", tf32_round=True)
-    assert program.source.count("+ 0x1000) & 0xFFFFE000") == 2
+    program = configured(task, k_loop="taps", channels_last=channels_last, BLOCK_M=16, BLOCK_N=16,
+                         BLOCK_K=16, precision="tf32", tf32_round=True)
+    packs = program.source.count("= _tf32_pack(")
+    assert (packs, program.source.count("+ 0x1000) & 0xFFFFE000")) == ((2, 1) if channels_last else (0, 2))
     module = import_program(program.source, tmp_path, "round")
     for key, value in sizes.items():
         setattr(module, key, value)

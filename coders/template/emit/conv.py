@@ -25,12 +25,13 @@ TF32 rounding (config "tf32_round", off by default): the tensor cores read an fp
 19 bits (truncation), cuDNN rounds to nearest first. Truncation errs toward zero on every product,
 so its error is ~2.3x rounding's (max |error| 1.2-1.4e-3 against eager's 5.3-5.8e-4 on KernelBench
 55, 62, 67 on an H100; normalized 6.9-7.6e-4 against 2.6-2.9e-4 in the probe's convs). With
-tf32_round both tiles are rounded to nearest in the kernel as they are loaded (an integer add and
-mask, ties away from zero, NaN kept), which gave eager's error exactly but cost 1.35-1.45x the time
-(55: 6.41 vs 4.45 ms; the tiles then go through registers to the tensor cores). Off, the port is
-within the TF32 tolerance on single convs; 101 layers of them (ResNet101) exceed 3x eager's error.
-Rounding in the launcher's channels-last copy instead (one Triton pass that transposes and rounds)
-would give eager's error at the truncating kernel's speed: not built yet.
+tf32_round a channels-last conv's launcher rounds both operands as it lays them out (emit/conv_pack.py:
+one Triton pass that transposes and rounds), so the dot truncates values that are already TF32.
+Other forms (the flat loop on NC*, conv_transpose) round both tiles in the kernel as they are loaded
+(an integer add and mask, ties away from zero, NaN kept): eager's error exactly, but 1.35-1.45x the
+time on an H100 (55: 6.41 vs 4.45 ms; the tiles then go through registers to the tensor cores).
+Truncating, the port is within the TF32 tolerance on single convs; 101 layers of them (ResNet101)
+exceed 3x eager's error.
 
 Epilogue addressing: the output is (N, C_out, *spatial) with GEMM rows = N x spatial and columns
 = C_out, so operands are addressed by three axes: image (rows), channel (columns) and the flat
@@ -141,9 +142,14 @@ def rounds_tf32(kernel: Kernel) -> bool:
         bool(kernel.config.get("tf32_round", False))
 
 
+def rounds_in_pack(kernel: Kernel) -> bool:
+    """The launcher's channels-last copy rounds both operands (emit/conv_pack.py), not the kernel."""
+    return kernel.kind == "conv" and rounds_tf32(kernel) and channels_last(kernel)
+
+
 def round_tf32_operands(w: Writer, kernel: Kernel) -> None:
     """Round the a and b tiles of a TF32 dot to nearest (module docstring); shared with conv_transpose."""
-    if rounds_tf32(kernel):
+    if rounds_tf32(kernel) and not rounds_in_pack(kernel):
         w("# TF32 to nearest, ties away (as cuDNN): the tensor cores would truncate the low 13 bits")
         for t in ("a", "b"):
             w(f"{t}_bits = ({t}.to(tl.uint32, bitcast=True) + 0x1000) & 0xFFFFE000")
@@ -292,8 +298,12 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
     if channels_last(kernel):
         w("# channels last: a tile row's K block (the channels of one pixel) is one contiguous vector,")
         w("# where NC* strides the channels by a plane and Triton cannot prove the pixels contiguous")
-        w(f"{x}_cl = {x}.permute(0, {order}, 1).contiguous()")
-    if is_gemm(kernel):
+        w(f"{x}_cl = {_channels_last_copy(kernel, x, order)}")
+    if rounds_in_pack(kernel):
+        w("# [C_out, taps, C_in/groups] and the input rounded to TF32 as cuDNN does, in the copies: the")
+        w("# dot's truncation of a TF32 value is exact (emit/conv_pack.py)")
+        w(f"{weight}_taps = _tf32_pack({weight})")
+    elif is_gemm(kernel):
         w("# [C_out, taps, C_in/groups]: K-major weight tiles, the order TF32 tensor-core dots read")
         w(f"{weight}_taps = {weight}.permute(0, {order}, 1).contiguous()")
     else:
@@ -336,6 +346,10 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
     launcher.finish(w)
     w.dedent()
     w()
+
+
+def _channels_last_copy(kernel: Kernel, x: str, order: str) -> str:
+    return f"_tf32_pack({x})" if rounds_in_pack(kernel) else f"{x}.permute(0, {order}, 1).contiguous()"
 
 
 def tuning_space(kernel: Kernel) -> list[dict]:

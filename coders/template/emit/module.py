@@ -15,7 +15,18 @@ import re
 import textwrap
 import tokenize
 
-from coders.template.emit import attention, cat, conv, conv_transpose, matmul, pointwise, pool, reduce, scan
+from coders.template.emit import (
+    attention,
+    cat,
+    conv,
+    conv_pack,
+    conv_transpose,
+    matmul,
+    pointwise,
+    pool,
+    reduce,
+    scan,
+)
 from coders.template.emit import recurrent as recurrent_emit
 from coders.template.emit.common import Writer
 from coders.template.emit.launch import Launcher, emit_configs
@@ -60,6 +71,8 @@ def generate(task: Task, ir: ProgramIR) -> str:
         _emit_tma_ready(w)
     if any(k.kind == "pool" for k in ir.kernels()):
         pool.emit_helpers(w)
+    if any(conv.rounds_in_pack(k) for k in ir.kernels()):
+        conv_pack.emit_helpers(w)
     if any(isinstance(s, PyStep) and "_triangle(" in s.expr for s in ir.steps):
         _emit_triangle(w)
     _emit_kernels(w, ir)
