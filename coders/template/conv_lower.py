@@ -134,14 +134,17 @@ def port_config(form: str, dtype: torch.dtype, out_per_group: int, in_per_group:
     config["BLOCK_N"] = min(config["BLOCK_N"], _pow2_at_least_16(out_per_group))
     if dtype == torch.float32:
         config["precision"] = "tf32"  # what eager's cuDNN convolution uses (see the docstring)
+        # rounded to nearest as cuDNN does, in the channels-last copies: no cost in the kernel
+        config["tf32_round"] = bool(config.get("channels_last"))
     return config
 
 
-# A program with this many TF32 convolutions rounds their operands to nearest (emit/conv.py,
-# "tf32_round"): truncation's error, ~2.3x eager cuDNN's per conv, passes the TF32 tolerance on one
-# conv but not through a deep network (on an H100, 10_ResNet101, 20_MobileNetV2 and 26_ShuffleNet of
-# KernelBench level 3 were rejected at 2-3x eager's own error), while rounding costs 1.35-1.45x the
-# time of a conv (KernelBench level 1, 55 / 62 / 67).
+# A channels-last conv rounds its TF32 operands to nearest in the launcher's copies, at no cost in
+# the kernel (emit/conv_pack.py). The others (the flat loop on NC*, conv_transpose) would round in the
+# kernel, at 1.35-1.45x its time (KernelBench level 1, 55 / 62 / 67 on an H100), so they truncate,
+# unless a program has this many TF32 convolutions: truncation's error, ~2.3x eager cuDNN's per conv,
+# passes the TF32 tolerance on one conv but not through a deep network (on an H100, 10_ResNet101,
+# 20_MobileNetV2 and 26_ShuffleNet of KernelBench level 3 were rejected at 2-3x eager's own error).
 DEEP_TF32_CONVS = 8
 
 

@@ -119,7 +119,7 @@ def test_tap_loop_matches_pytorch_at_odd_sizes(nd, kernel, args, sizes, tmp_path
     task = geometry_task(nd, kernel, args, sizes)
     program = configured(task, k_loop="taps", channels_last=True, BLOCK_M=16, BLOCK_N=16, BLOCK_K=16)
     assert "c_blocks = tl.cdiv(CIG, BLOCK_K)" in program.source
-    assert "permute(0, " in program.source  # the channels-last copy of the input
+    assert "_cl = " in program.source  # the channels-last copy of the input (rounded or not)
     assert "k % CIG" not in program.source  # no per-element div/mod in the tap loop
     check(task, program, tmp_path)
 
@@ -406,13 +406,13 @@ import torch.nn as nn
 class Model(nn.Module):
     def __init__(self):
         super().__init__()
-        self.convs = nn.Sequential(*[nn.Conv2d(16, 16, 3, padding=1) for _ in range({layers})])
+        self.convs = nn.Sequential(*[nn.Conv2d({channels}, {channels}, 3, padding=1) for _ in range({layers})])
 
     def forward(self, x):
         return self.convs(x)
 
 def get_inputs():
-    return [torch.randn(1, 16, 6, 5)]
+    return [torch.randn(1, {channels}, 6, 5)]
 
 def get_init_inputs():
     return []
@@ -422,12 +422,28 @@ def get_init_inputs():
 @pytest.mark.parametrize("layers", [2, 8])
 def test_deep_tf32_programs_round_their_convs_and_shallow_ones_truncate(layers, tmp_path):
     """conv_lower.DEEP_TF32_CONVS: 8 TF32 convs in one program turn on tf32_round for all of them
-    (truncation's error adds up through a deep network), fewer keep the faster truncation."""
+    (truncation's error adds up through a deep network), fewer keep the faster truncation. These
+    have 8 channels: the flat loop on NC*, which would round in the kernel."""
     path = tmp_path / f"deep{layers}.py"
-    path.write_text(DEEP_SOURCE.format(layers=layers))
+    path.write_text(DEEP_SOURCE.format(layers=layers, channels=8))
     task = load_task(path)
     program = coder.apply(task, None, PORT)
     convs = [k for k in kernels(program) if k.kind == "conv"]
-    assert len(convs) == layers
+    assert len(convs) == layers and all(k.config["k_loop"] == "flat" for k in convs)
     assert all(k.config.get("tf32_round", False) == (layers >= 8) for k in convs)
+    check(task, program, tmp_path)
+
+
+def test_channels_last_tf32_convs_round_in_their_copies_at_any_depth(tmp_path):
+    """A channels-last conv (16 channels, 3x3: the taps loop) rounds as it is packed, which costs the
+    kernel nothing, so even one conv rounds; the kernel's tiles are not rounded again."""
+    path = tmp_path / "shallow.py"
+    path.write_text(DEEP_SOURCE.format(layers=2, channels=16))
+    task = load_task(path)
+    program = coder.apply(task, None, PORT)
+    convs = [k for k in kernels(program) if k.kind == "conv"]
+    assert all(k.config["channels_last"] and k.config["tf32_round"] for k in convs)
+    assert program.source.count("= _tf32_pack(") == 4  # input and weight of each conv
+    assert "+ 0x1000) & 0xFFFFE000" in program.source  # once: the pack kernel
+    assert program.source.count("+ 0x1000) & 0xFFFFE000") == 1
     check(task, program, tmp_path)
