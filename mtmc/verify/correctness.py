@@ -5,7 +5,8 @@ Tolerance is per output dtype and scaled to the output: an element passes when
 and the tensor passes when also ||out - ref|| / ||ref|| <= max(atol, rtol). Scaling atol by the
 output's own magnitude is what makes a zero output fail on small-magnitude tasks (KernelBench
 #165, S8): with scale = max|ref|, zeros can only pass if every |ref| <= atol * max|ref|, i.e. never.
-A constant output where the reference varies fails outright (memset kernels, S8). If the
+A constant output where the reference varies (beyond its own rounding: the float64 floor,
+below) fails outright (memset kernels, S8). If the
 reference is so flat that its mean would pass the check, the case is flagged `weak_reference`
 (a task problem, S9; the candidate is not punished for it).
 
@@ -34,6 +35,38 @@ of the check above (`eager_error`); an output is then held to `EAGER_ERROR_MARGI
 this is looser than the dtype's tolerance (flagged `eager_tolerance`). The margin covers the
 template's 1.1-2.5x. The candidate cannot reach this number: it is measured in the reference job,
 before any candidate runs, and it is 0 wherever eager computes what the reference does (the CPU).
+
+The float64 floor. Some outputs are rounding noise in the reference itself: KernelBench level-2 #23
+(Conv3d, GroupNorm, then the mean over all dims but the batch) is exactly 0, since a GroupNorm with
+weight 1 and bias 0 has zero mean per group, and the fp32 reference's values of ~1e-8 are its own
+rounding. Every correct candidate rounds otherwise and failed, on any device (cuDNN runs that 3D conv
+in full fp32: eager's error is 0). So the reference job also runs each case in float64 (a deep copy
+of the model, the floating inputs converted) and records the fp32 reference's own error against it,
+per output (`reference_error`: eager_error's units, the float64 output in the candidate's place, so
+the tolerance the truth itself would need). An output is held to EAGER_ERROR_MARGIN times the larger
+of that and eager's error, where this is looser than the dtype's tolerance (flagged
+`reference_noise`): no candidate is held to more accuracy than the reference has. On ordinary tasks
+the floor is fp32 rounding, ~1e-7 (3e-7 against 1e-4: nothing changes). It counts up to
+REFERENCE_ERROR_CAP = 1, the reference's own size (pure noise measures ~1), so a candidate stays
+within 3 max|ref| + 3|ref| of every element and 3 ||ref|| in norm, bounded by the reference's
+magnitude however far the float64 run strays; an fp32 reference that is all 0 gets no floor (its
+tolerance is absolute, not scaled by the output). The constant-output check does not count variation
+within the floor: zeros, the true answer to #23, pass; a constant on an ordinary task still fails.
+
+It runs on every device and case (measuring it only where eager's error is, convolutions on a GPU,
+would miss the CPU and noise without a convolution, a GEMM's GroupNorm mean), for float32 outputs
+only: a float64 reference is its own truth, fp16/bf16 tolerances already hold their rounding (their
+tasks are also the GB-sized ones), and a task with no float32 output skips the run. Not for a forward
+that draws random numbers (`case_io.OpNames.seeded`): its float64 twin draws other numbers, and the
+floor would measure the randomness. The cost is one float64 forward per case in the reference job,
+which runs once per task and is kept (engine.py): about 2x an fp32 forward on the CPU; on a GPU twice
+the bytes, float64 GEMMs at about fp32's rate on an H100, cuDNN's float64 convolutions slower (not
+measured). Memory: the float64 copy of one case's model, inputs and outputs, gone before the next
+case; the comparison runs in float64 chunks. A forward that fails in float64 (dtype-specific code, out
+of memory) gets floor 0, the tolerance of before, never an error. Like eager's error, the candidate
+cannot reach it: measured before any candidate runs, kept with the expected outputs in the main
+process. It trusts the task's forward to compute the same function in float64 (task code is trusted;
+a forward that branches on its dtype would show as `reference_noise` flags on an ordinary task).
 """
 
 from __future__ import annotations
