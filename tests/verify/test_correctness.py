@@ -299,3 +299,24 @@ def test_compare_case_and_second_runs_take_the_cases_floor():
     assert not compare_case({**expected, "reference_errors": [0.0]}, _got([out]), {}, "cpu", "c").ok
     assert compare_runs([out], [out * 1.01], False, True, [ref], {}, "c", [0.0], [1.0]).ok
     assert not compare_runs([out], [out * 1.01], False, True, [ref], {}, "c", [0.0]).ok
+
+
+def test_a_floor_below_the_tolerance_leaves_the_constant_check_alone_on_a_degenerate_task():
+    """Softmax row sums (S9's mean_softmax) are 1 and vary only by the reference's own rounding, but
+    that floor (~1e-7) widens nothing: a constant 1 kernel is still rejected as constant."""
+    for seed in range(5):
+        x = torch.randn(8, 64, generator=torch.Generator().manual_seed(seed))
+        ref = torch.softmax(x, -1).sum(-1)
+        floor = reference_error(ref, torch.softmax(x.double(), -1).sum(-1))
+        assert 0 < floor < 1e-6
+        result = compare_outputs([ref], [torch.ones(8)], {}, "c", None, [floor])
+        assert not result.ok and "constant" in result.message
+
+
+def test_a_widening_floor_still_rejects_a_constant_where_the_reference_varies_beyond_it():
+    """A reference noisy to 1e-3 (a tolerance of 3e-3) whose values vary by their own size: a
+    constant is no closer to it than the truth is, so it is a memset (S8)."""
+    ref = torch.randn(1000, generator=torch.Generator().manual_seed(0))
+    result = compare_outputs([ref], [torch.full_like(ref, float(ref.mean()))], {}, "c", None, [1e-3])
+    assert not result.ok and "constant" in result.message
+    assert compare_outputs([ref], [ref * (1 + 2e-3)], {}, "c", None, [1e-3]).ok
