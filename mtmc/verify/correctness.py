@@ -5,10 +5,10 @@ Tolerance is per output dtype and scaled to the output: an element passes when
 and the tensor passes when also ||out - ref|| / ||ref|| <= max(atol, rtol). Scaling atol by the
 output's own magnitude is what makes a zero output fail on small-magnitude tasks (KernelBench
 #165, S8): with scale = max|ref|, zeros can only pass if every |ref| <= atol * max|ref|, i.e. never.
-A constant output where the reference varies (beyond its own rounding: the float64 floor,
-below) fails outright (memset kernels, S8). If the
-reference is so flat that its mean would pass the check, the case is flagged `weak_reference`
-(a task problem, S9; the candidate is not punished for it).
+A constant output where the reference varies fails outright (memset kernels, S8), unless that
+variation is the reference's own rounding noise (the float64 floor, below). If the reference is so
+flat that its mean would pass the check, the case is flagged `weak_reference` (a task problem, S9;
+the candidate is not punished for it).
 
 NaN or Inf where the reference has none fails (unwritten `torch.empty` outputs show up as NaN
 after the allocator is poisoned, S6). Tasks override the defaults with MTMC["atol"]/["rtol"];
