@@ -5,6 +5,7 @@ trusted_jobs.py; no candidate code runs here."""
 from __future__ import annotations
 
 import contextlib
+import copy
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,19 +13,22 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from mtmc.tasks.task import Task, set_mode
-from mtmc.verify.correctness import eager_error
+from mtmc.verify.correctness import eager_error, reference_error
 
 
 class OpNames(TorchDispatchMode):
     """The aten ops a forward runs. `aten::convolution` is where every conv and transposed conv
-    (1d/2d/3d, module or functional) lands, the op cuDNN runs on TF32 by default."""
+    (1d/2d/3d, module or functional) lands, the op cuDNN runs on TF32 by default. `seeded`: some op
+    drew random numbers (PyTorch tags those ops `nondeterministic_seeded`: randn, dropout, ...)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.names: set[str] = set()
+        self.seeded = False
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         self.names.add(func._schema.name)
+        self.seeded = self.seeded or torch.Tag.nondeterministic_seeded in func.tags
         return func(*args, **(kwargs or {}))
 
 
@@ -168,3 +172,31 @@ def eager_errors(model: torch.nn.Module, inputs: list[Any], outputs: list[torch.
     if len(eager) != len(outputs):
         return [0.0] * len(outputs)
     return [eager_error(ref, got) for ref, got in zip(outputs, eager, strict=True)]
+
+
+def reference_errors(model: torch.nn.Module, inputs: list[Any], outputs: list[torch.Tensor]) -> list[float]:
+    """The fp32 reference's own rounding error on this case, per output: the same forward in float64
+    (a copy of the model and of the floating inputs) as the truth, measured by reference_error (0
+    for outputs that are not float32). What a candidate's tolerance may widen to (correctness.py).
+    A forward that fails in float64 (dtype-specific code, no room for the copy) gets 0 everywhere:
+    the tolerance of before, never an error."""
+    if not any(o.dtype == torch.float32 for o in outputs):
+        return [0.0] * len(outputs)
+    try:
+        truth = _forward_in_float64(model, inputs)
+    except Exception:  # any failure means no floor, nothing else
+        truth = None
+    if truth is None or len(truth) != len(outputs) or not all(isinstance(t, torch.Tensor) for t in truth):
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()  # after an out-of-memory, the rest of the job needs the room
+        return [0.0] * len(outputs)
+    errors = [reference_error(ref, t) for ref, t in zip(outputs, truth, strict=True)]
+    del truth
+    return errors
+
+
+def _forward_in_float64(model: torch.nn.Module, inputs: list[Any]) -> list[Any]:
+    """The copy and the float64 inputs die with this frame (or with the exception's traceback)."""
+    twin = copy.deepcopy(model).double()  # the reference's own model is left as it was
+    doubled = [t.double() if isinstance(t, torch.Tensor) and t.is_floating_point() else t for t in inputs]
+    return as_list(run_forward(twin, doubled))

@@ -2,7 +2,9 @@
 
 - `probe`: the device's name, L2 size and library versions.
 - `reference`: the task's Model on every case: writes the inputs to a file for the candidate and
-  returns the expected outputs, which go to the main process only. No candidate code runs here.
+  returns the expected outputs, with the errors a tolerance may widen to (eager's, and the fp32
+  reference's own against float64: correctness.py), which go to the main process only. No
+  candidate code runs here.
 - `candidate`: loads the candidate from a real .py file with the proof-of-work instruments
   installed first, runs every case twice, reports outputs and what it saw; on a GPU also the
   Triton share of device time and the timing. It never compares against the reference: it has
@@ -45,6 +47,7 @@ from mtmc.verify.case_io import (
     output_kind,
     poison,
     precise_reference,
+    reference_errors,
     reference_model,
     run_forward,
     sized,
@@ -70,21 +73,23 @@ def reference(task_name: str, task_source: str, cases: list[dict[str, Any]], dev
     precise_reference()
     task = Task(name=task_name, source=task_source)
     saved_cases, expected, all_inputs = [], [], []
-    convolves = False
+    convolves = seeded = False
     for index, case in enumerate(cases):
         model = reference_model(task, case, device)
         inputs = case_inputs(task, case, device)
         if index == 0:
             with OpNames() as seen:
                 raw = run_forward(model, inputs)
-            convolves = "aten::convolution" in seen.names
+            convolves, seeded = "aten::convolution" in seen.names, seen.seeded
         else:
             raw = run_forward(model, inputs)
         outputs = as_list(raw)
         on_tf32 = convolves and device == "cuda"  # only there eager and the reference differ
         errors = eager_errors(model, inputs, outputs) if on_tf32 else [0.0] * len(outputs)
+        # The float64 floor (correctness.py): a random forward has no float64 twin to agree with.
+        floors = reference_errors(model, inputs, outputs) if not seeded else [0.0] * len(outputs)
         expected.append({"kind": output_kind(raw), "outputs": [o.detach().cpu() for o in outputs],
-                         "eager_errors": errors})
+                         "eager_errors": errors, "reference_errors": floors})
         all_inputs.append(inputs)
         saved_cases.append({**case, "init_inputs": task.init_inputs(case["sizes"]),
                             "fingerprint": fingerprint(inputs),

@@ -108,7 +108,7 @@ def judge_correctness(task: Task, report: StaticReport, reference: Reference, re
         if checks[0].ok:
             checks.append(compare_runs(got["outputs"], got["second_outputs"], got["deterministic"],
                                        report.uses_atomics, expected["outputs"], meta, label,
-                                       expected.get("eager_errors")))
+                                       expected.get("eager_errors"), expected.get("reference_errors")))
         for check in checks:
             worst.max_abs_error = max(worst.max_abs_error, check.max_abs_error)
             worst.rel_error = max(worst.rel_error, check.rel_error)
@@ -175,9 +175,11 @@ def timing_outputs_problem(task: Task, reference: Reference, result: dict[str, A
         ref = reference.expected[i]["outputs"] if ref is None else ref
         out = result["cases"][i]["outputs"] if out is None else out
         meta = eager_precision(task.meta, reference.convolves)
-        # eager's error on the same inputs (under the case's own weights: the closest measured)
-        eager_errors = reference.expected[i].get("eager_errors")
-        check = compare_outputs(ref, out, meta, f"timing input set {k}", eager_errors)
+        # eager's error and the float64 floor on the same inputs (under the case's own weights: the
+        # closest measured)
+        measured = reference.expected[i]
+        check = compare_outputs(ref, out, meta, f"timing input set {k}", measured.get("eager_errors"),
+                                measured.get("reference_errors"))
         if not check.ok:
             return check.message
     return ""

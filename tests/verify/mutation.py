@@ -4,9 +4,9 @@ Each mutant disables or loosens one check: every rule call site of the static ch
 `_flag` made unreachable), and a hand-written list of compare conditions, rejections and
 instruments. For each mutant, a scratch copy of the repository gets the change and runs
 tests/verify/test_static.py, test_correctness.py, test_protocol.py, test_proof.py, test_child.py,
-test_verifier.py, test_corpus.py, test_forkserver.py and test_sandbox.py, one file at a time with
--x, the files that mirror the mutated module first; the first failing test is the one that caught
-it. A mutant no test catches survives.
+test_case_io.py, test_verifier.py, test_corpus.py, test_forkserver.py and test_sandbox.py, one file at
+a time with -x, the files that mirror the mutated module first; the first failing test is the one
+that caught it. A mutant no test catches survives.
 Not part of the default test run (slow: minutes per runtime mutant on two cores):
 
     python tests/verify/mutation.py [--only SUBSTRING] [--out table.md]
@@ -28,7 +28,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 TESTS = ["tests/verify/test_static.py", "tests/verify/test_correctness.py", "tests/verify/test_protocol.py",
-         "tests/verify/test_proof.py", "tests/verify/test_child.py", "tests/verify/test_verifier.py",
+         "tests/verify/test_proof.py", "tests/verify/test_child.py", "tests/verify/test_case_io.py",
+         "tests/verify/test_verifier.py",
          "tests/verify/test_corpus.py", "tests/verify/test_forkserver.py", "tests/verify/test_sandbox.py"]
 STATIC, CORRECTNESS = "mtmc/verify/static.py", "mtmc/verify/correctness.py"
 VERIFIER, PROOF = "mtmc/verify/verifier.py", "mtmc/verify/proof.py"
@@ -38,6 +39,7 @@ FORKSERVER, SANDBOX = "mtmc/verify/forkserver.py", "mtmc/verify/sandbox.py"
 JUDGING, ENGINE = "mtmc/verify/judging.py", "mtmc/verify/engine.py"
 SPARE, KEPT_STATE = "mtmc/verify/spare.py", "mtmc/verify/kept_state.py"
 STATIC_RULES = "mtmc/verify/static_rules.py"
+CASE_IO = "mtmc/verify/case_io.py"
 STATIC_FILES = [STATIC, LAUNCH]
 MIRROR = {STATIC: "tests/verify/test_static.py", LAUNCH: "tests/verify/test_static.py",
           CORRECTNESS: "tests/verify/test_correctness.py", PROOF: "tests/verify/test_proof.py",
@@ -46,7 +48,8 @@ MIRROR = {STATIC: "tests/verify/test_static.py", LAUNCH: "tests/verify/test_stat
           FORKSERVER: ["tests/verify/test_forkserver.py", "tests/verify/test_sandbox.py"],
           JUDGING: "tests/verify/test_corpus.py", ENGINE: "tests/verify/test_verifier.py",
           SPARE: ["tests/verify/test_forkserver.py", "tests/verify/test_sandbox.py"],
-          KEPT_STATE: "tests/verify/test_child.py", STATIC_RULES: "tests/verify/test_static.py"}
+          KEPT_STATE: "tests/verify/test_child.py", STATIC_RULES: "tests/verify/test_static.py",
+          CASE_IO: ["tests/verify/test_case_io.py", "tests/verify/test_child.py"]}
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,33 @@ MANUAL = [
      "if bool((out_nan & ~ref_nan).any()):", "if False:"),
     ("compare: eager's error margin x10", "mtmc/verify/correctness.py",
      "EAGER_ERROR_MARGIN = 3.0", "EAGER_ERROR_MARGIN = 30.0"),
+    ("compare: float64 floor not applied", CORRECTNESS,
+     "widened = EAGER_ERROR_MARGIN * max(eager_err, reference_err)",
+     "widened = EAGER_ERROR_MARGIN * eager_err"),
+    ("compare: float64 floor's margin x10", CORRECTNESS,
+     "widened = EAGER_ERROR_MARGIN * max(eager_err, reference_err)",
+     "widened = EAGER_ERROR_MARGIN * max(eager_err, 10 * reference_err)"),
+    ("compare: float64 floor uncapped", CORRECTNESS,
+     "return min(error, REFERENCE_ERROR_CAP) if scale > 0 else 0.0", "return error if scale > 0 else 0.0"),
+    ("compare: float64 floor on an all-zero reference", CORRECTNESS,
+     "return min(error, REFERENCE_ERROR_CAP) if scale > 0 else 0.0",
+     "return min(error, REFERENCE_ERROR_CAP)"),
+    ("compare: float64 floor on any dtype", CORRECTNESS,
+     "    if ref.dtype != torch.float32:\n        return 0.0\n    error, scale",
+     "    if False:\n        return 0.0\n    error, scale"),
+    ("compare: constant check off wherever there is a floor", CORRECTNESS,
+     "return not (floor > 0 and _constant_would_pass(r, Tolerance(floor, floor), scale))",
+     "return not floor > 0"),
+    ("compare: reference_noise never flagged", CORRECTNESS,
+     "        if noisy:\n            one.flags.append(REFERENCE_NOISE_FLAG)",
+     "        if False:\n            one.flags.append(REFERENCE_NOISE_FLAG)"),
+    ("compare: constant check relaxed by a floor below the tolerance", CORRECTNESS,
+     'f"{label}, output {i}", floor if noisy else 0.0)', 'f"{label}, output {i}", floor)'),
+    ("reference: float64 floor on a random forward", CHILD,
+     "floors = reference_errors(model, inputs, outputs) if not seeded else",
+     "floors = reference_errors(model, inputs, outputs) if True else"),
+    ("reference: random draws not seen", CASE_IO,
+     "self.seeded = self.seeded or torch.Tag.nondeterministic_seeded in func.tags", "self.seeded = False"),
     ("compare: numbers where ref has NaN", "mtmc/verify/correctness.py",
      "if bool((ref_nan & ~out_nan).any()):", "if False:"),
     ("compare: Inf mismatch", "mtmc/verify/correctness.py",

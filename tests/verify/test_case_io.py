@@ -1,5 +1,6 @@
 """Input fingerprints (mtmc/verify/case_io.py): a candidate's regenerated inputs must match the
-reference's, for inputs holding NaN or infinities too, and without a float64 copy of a whole tensor."""
+reference's, for inputs holding NaN or infinities too, and without a float64 copy of a whole tensor.
+Eager's error and the float64 floor, measured on the reference's side."""
 
 import pytest
 import torch
@@ -74,3 +75,52 @@ def test_eager_errors_run_eagers_default_precision_then_restore_the_references()
     [error] = case_io.eager_errors(model, [x], [ref])
     assert error == pytest.approx(1e-3, rel=1e-3)
     assert torch.backends.cudnn.allow_tf32 is False  # the reference's precision is back
+
+
+class _GroupNormMean(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = torch.nn.GroupNorm(2, 4)
+
+    def forward(self, x):
+        return self.norm(x).mean(dim=[1, 2])
+
+
+def test_reference_errors_run_a_float64_twin_and_leave_the_reference_model_alone():
+    torch.manual_seed(0)
+    model, x = _GroupNormMean(), torch.randn(3, 4, 50)
+    with torch.no_grad():
+        ref = model(x)
+    assert case_io.reference_errors(model, [x], [ref]) == [1.0]  # noise around 0: the cap
+    assert model.norm.weight.dtype == torch.float32 and x.dtype == torch.float32
+    assert case_io.reference_errors(torch.nn.Identity(), [x], [x.clone()]) == [0.0]
+
+
+class _Float32Constant(torch.nn.Module):
+    """Dtype-specific code: a float32 tensor made inside forward, which a float64 x cannot multiply."""
+
+    def forward(self, x):
+        return x @ torch.ones(x.shape[-1], 2)
+
+
+class _Counted(torch.nn.Module):
+    calls = 0
+
+    def forward(self, x):
+        _Counted.calls += 1
+        return x.half()
+
+
+def test_a_forward_that_fails_in_float64_gets_no_floor_and_half_outputs_skip_the_run():
+    x = torch.randn(3, 5)
+    assert case_io.reference_errors(_Float32Constant(), [x], [_Float32Constant()(x)]) == [0.0]
+    assert case_io.reference_errors(_Counted(), [x], [x.half()]) == [0.0] and _Counted.calls == 0
+
+
+def test_op_names_say_whether_a_forward_drew_random_numbers():
+    with case_io.OpNames() as seen:
+        torch.relu(torch.ones(3)).mean()
+    assert not seen.seeded
+    with case_io.OpNames() as seen:
+        torch.nn.functional.dropout(torch.ones(3), 0.5, training=True)
+    assert seen.seeded

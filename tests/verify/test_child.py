@@ -7,6 +7,7 @@ import torch
 
 from mtmc.tasks import Task
 from mtmc.verify.child import _default_backend_flags, _forward, _host_copy, _state_changes, reference
+from mtmc.verify.correctness import REFERENCE_NOISE_FLAG, compare_case, tolerance_for
 
 
 def test_host_copy_of_a_cpu_tensor_is_detached_from_it():
@@ -191,3 +192,103 @@ def test_same_compares_a_host_copy_with_device_outputs_on_the_device(monkeypatch
     assert child._same(host, out) and child._same(out, host)
     out[-1] += 1
     assert not child._same(host, out)
+
+
+# ---------------------------------------------------------------------------------------------------
+# the float64 floor (correctness.reference_error): the reference job measures the fp32 reference's own
+# error against the same forward in float64, per case and output
+
+NOISE_SOURCE = '''
+import torch
+import torch.nn as nn
+
+batch_size, channels, depth, size = 3, 2, 5, 6
+
+
+class Model(nn.Module):
+    """KernelBench level-2 #23 in small: a GroupNorm's mean is 0, the fp32 reference's is noise."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv3d(channels, 8, 3)
+        self.norm = nn.GroupNorm(4, 8)
+
+    def forward(self, x):
+        return self.norm(self.conv(x)).mean(dim=[1, 2, 3, 4])
+
+
+def get_inputs():
+    return [torch.randn(batch_size, channels, depth, size, size)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def _other_rounding(model, x):
+    """The noise task computed as a correct candidate might: fp32 throughout, GroupNorm by hand, the
+    mean summed in another order."""
+    y = model.conv(x)
+    groups = y.reshape(y.shape[0], 4, -1)
+    mean = groups.sum(-1, keepdim=True) / groups.shape[-1]
+    var = ((groups - mean) ** 2).sum(-1, keepdim=True) / groups.shape[-1]
+    normed = ((groups - mean) / torch.sqrt(var + 1e-5)).reshape(y.shape[0], -1)
+    return normed.flip(-1).sum(-1) / normed.shape[-1]
+
+
+def _got(out):
+    return {"type_errors": [], "kind": "single", "outputs": [out], "devices": ["cpu"], "mutated_inputs": []}
+
+
+def _reference_of(source, tmp_path, seeds=2):
+    task = Task(name="floor", source=source)
+    cases = [{"sizes": {}, "model_seed": i, "input_seed": 10 + i} for i in range(seeds)]
+    return task, cases, reference(task.name, task.source, cases, "cpu", str(tmp_path / "inputs.pt"), None)
+
+
+def test_a_noise_output_gets_the_floor_and_a_correct_candidate_passes_with_the_flag(tmp_path):
+    """Rejected before the floor: its rounding noise is not the reference's. Zeros (the true answer)
+    pass too; garbage larger than the noise still fails."""
+    task, cases, result = _reference_of(NOISE_SOURCE, tmp_path)
+    for case, expected in zip(cases, result["expected"], strict=True):
+        assert expected["reference_errors"] == [1.0]  # the reference is as far from the truth as from 0
+        model = task.make_model(case["model_seed"], case["sizes"])
+        [x] = task.make_inputs(case["input_seed"], case["sizes"])
+        with torch.no_grad():
+            out = _other_rounding(model, x)
+        got = _got(out)
+        before = compare_case({**expected, "reference_errors": [0.0]}, got, {}, "cpu", "c")
+        assert not before.ok
+        after = compare_case(expected, got, {}, "cpu", "c")
+        assert after.ok, after.message
+        assert REFERENCE_NOISE_FLAG in after.flags
+        zeros = compare_case(expected, {**got, "outputs": [torch.zeros_like(out)]}, {}, "cpu", "c")
+        assert zeros.ok and REFERENCE_NOISE_FLAG in zeros.flags
+        for garbage in (out * 100, torch.randn_like(out), torch.full_like(out, 1e-3)):
+            assert not compare_case(expected, {**got, "outputs": [garbage]}, {}, "cpu", "c").ok
+
+
+@pytest.mark.parametrize("body", [
+    "torch.relu(nn.functional.conv1d(x, self.weight.transpose(0, 1)))",
+    "x.transpose(1, 2) @ self.weight[:, :, 0]",
+    "torch.softmax(x * 3, dim=-1)",
+])
+def test_an_ordinary_task_gets_a_floor_far_below_its_tolerance_and_a_wrong_candidate_fails(body, tmp_path):
+    _, _, result = _reference_of(REFERENCE_SOURCE.format(body=body), tmp_path)
+    for expected in result["expected"]:
+        [floor] = expected["reference_errors"]
+        assert 0 < floor < 1e-6
+        assert tolerance_for(torch.float32, {}, 0.0, floor) == tolerance_for(torch.float32, {})
+        [ref] = expected["outputs"]
+        got = _got(ref * (1 + 1e-3))
+        assert not compare_case(expected, got, {}, "cpu", "c").ok
+        honest = compare_case(expected, {**got, "outputs": [ref * (1 + 1e-6)]}, {}, "cpu", "c")
+        assert honest.ok and REFERENCE_NOISE_FLAG not in honest.flags
+
+
+def test_a_forward_that_draws_random_numbers_gets_no_floor(tmp_path):
+    """Its float64 twin draws other numbers: the floor would measure the randomness, not rounding."""
+    source = REFERENCE_SOURCE.format(body="x + 1e-3 * torch.randn_like(x) + self.weight.sum()")
+    _, _, result = _reference_of(source, tmp_path)
+    assert [e["reference_errors"] for e in result["expected"]] == [[0.0], [0.0]]

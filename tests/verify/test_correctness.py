@@ -11,6 +11,7 @@ from mtmc.verify.correctness import (
     compare_runs,
     compare_tensor,
     eager_precision,
+    reference_error,
     tolerance_for,
 )
 
@@ -219,3 +220,103 @@ def test_compare_case_and_second_runs_take_the_cases_eager_errors():
     assert not compare_case({**expected, "eager_errors": [0.0]}, _got([out]), meta, "cpu", "c").ok
     again = compare_runs([out], [out + 1e-9], False, True, [ref], meta, "c", [2e-3])
     assert again.ok
+
+
+# ---------------------------------------------------------------------------------------------------
+# the float64 floor: a candidate may err up to EAGER_ERROR_MARGIN times what the fp32 reference itself
+# errs against the same forward in float64 (KernelBench level-2 #23: a GroupNorm's mean, noise around 0)
+
+
+def _noise(n: int, magnitude: float, seed: int) -> torch.Tensor:
+    return magnitude * torch.randn(n, generator=torch.Generator().manual_seed(seed))
+
+
+def test_the_floor_is_the_float64_truths_error_against_the_reference_capped_at_its_size():
+    truth = torch.randn(3000, dtype=torch.float64).exp() * 3 - 2
+    floor = reference_error(truth.float(), truth, chunk=333)  # chunked as GB outputs are
+    assert 0 < floor < 1e-7
+    assert floor == pytest.approx(correctness.eager_error(truth.float(), truth), rel=1e-9)
+    noise = _noise(3000, 1e-8, 1)  # fp32 rounding noise of a true 0
+    assert reference_error(noise, _noise(3000, 1e-17, 2)) == correctness.REFERENCE_ERROR_CAP == 1.0
+    # 4x the reference's own size off: eager_error says 4, the floor counts up to the reference's size
+    assert correctness.eager_error(noise, -3.0 * noise.double()) == pytest.approx(4.0)
+    assert reference_error(noise, -3.0 * noise.double()) == 1.0
+
+
+def test_no_floor_where_it_would_not_scale_with_the_output():
+    """An fp32 output underflowed to 0: compare_tensor scales its tolerance by 1 there, and a floor of
+    1 would pass anything within 3 of 0. Outputs that are not float32 carry their own tolerance."""
+    zeros, tiny = torch.zeros(100), torch.full((100,), 1e-50, dtype=torch.float64)
+    assert correctness.eager_error(zeros, tiny) > 1 and reference_error(zeros, tiny) == 0.0
+    x = torch.randn(100)
+    assert reference_error(x.half(), x.double()) == 0.0
+    assert reference_error(x.bfloat16(), x.double()) == 0.0
+    assert reference_error(x.double(), x.double() + 1e-3) == 0.0
+
+
+def test_the_floor_widens_as_eagers_error_does_the_larger_of_the_two():
+    meta = eager_precision({}, True)
+    assert tolerance_for(torch.float32, {}, 0.0, 1e-7) == Tolerance(1e-4, 1e-4)  # ordinary: unchanged
+    assert tolerance_for(torch.float32, {}, 0.0, 1.0) == Tolerance(3.0, 3.0)
+    assert tolerance_for(torch.float32, meta, 1e-3, 2e-3) == Tolerance(6e-3, 6e-3)
+    assert tolerance_for(torch.float32, meta, 2e-3, 1e-3) == Tolerance(6e-3, 6e-3)
+
+
+def test_a_noise_output_passes_any_noise_of_its_size_and_zeros_with_the_flag_but_not_more():
+    """The reference is fp32 rounding noise around a true 0 (floor 1): a correct candidate's noise
+    differs, and it was rejected; it passes now, as does the exact answer (all zeros: the constant
+    check does not hold the reference's own noise up as variation). Larger garbage fails."""
+    ref = _noise(64, 1e-8, 1)
+    floor = reference_error(ref, _noise(64, 1e-17, 2))
+    other_rounding = _noise(64, 1.5e-8, 3)
+    assert not compare_outputs([ref], [other_rounding], {}, "c").ok  # without the floor
+    assert "constant" in compare_outputs([ref], [torch.zeros(64)], {}, "c").message
+    for out in (other_rounding, torch.zeros(64)):
+        passed = compare_outputs([ref], [out], {}, "c", None, [floor])
+        assert passed.ok, passed.message
+        assert correctness.REFERENCE_NOISE_FLAG in passed.flags
+        assert correctness.EAGER_TOLERANCE_FLAG not in passed.flags
+    # 4x the reference's noise: a normalized error of about 4, past 3x the floor
+    for garbage in (_noise(64, 4e-8, 3), _noise(64, 1e-6, 3), torch.randn(64), torch.full((64,), 1e-6)):
+        assert not compare_outputs([ref], [garbage], {}, "c", None, [floor]).ok
+
+
+def test_an_ordinary_floor_neither_loosens_nor_flags_nor_lets_a_constant_through():
+    ref = torch.randn(1000)
+    floor = reference_error(ref, ref.double() + 1e-8 * torch.randn(1000, dtype=torch.float64))
+    assert 0 < floor < 1e-7
+    honest = compare_outputs([ref], [ref * (1 + 1e-6)], {}, "c", None, [floor])
+    assert honest.ok and correctness.REFERENCE_NOISE_FLAG not in honest.flags
+    assert not compare_outputs([ref], [ref * (1 + 3e-4)], {}, "c", None, [floor]).ok
+    constant = compare_outputs([ref], [torch.full_like(ref, float(ref.mean()))], {}, "c", None, [floor])
+    assert not constant.ok and "constant" in constant.message
+
+
+def test_compare_case_and_second_runs_take_the_cases_floor():
+    ref, out = _noise(50, 1e-8, 1), _noise(50, 1e-8, 2)
+    expected = {"kind": "single", "outputs": [ref], "eager_errors": [0.0], "reference_errors": [1.0]}
+    assert compare_case(expected, _got([out]), {}, "cpu", "c").ok
+    assert not compare_case({**expected, "reference_errors": [0.0]}, _got([out]), {}, "cpu", "c").ok
+    assert compare_runs([out], [out * 1.01], False, True, [ref], {}, "c", [0.0], [1.0]).ok
+    assert not compare_runs([out], [out * 1.01], False, True, [ref], {}, "c", [0.0]).ok
+
+
+def test_a_floor_below_the_tolerance_leaves_the_constant_check_alone_on_a_degenerate_task():
+    """Softmax row sums (S9's mean_softmax) are 1 and vary only by the reference's own rounding, but
+    that floor (~1e-7) widens nothing: a constant 1 kernel is still rejected as constant."""
+    for seed in range(5):
+        x = torch.randn(8, 64, generator=torch.Generator().manual_seed(seed))
+        ref = torch.softmax(x, -1).sum(-1)
+        floor = reference_error(ref, torch.softmax(x.double(), -1).sum(-1))
+        assert 0 < floor < 1e-6
+        result = compare_outputs([ref], [torch.ones(8)], {}, "c", None, [floor])
+        assert not result.ok and "constant" in result.message
+
+
+def test_a_widening_floor_still_rejects_a_constant_where_the_reference_varies_beyond_it():
+    """A reference noisy to 1e-3 (a tolerance of 3e-3) whose values vary by their own size: a
+    constant is no closer to it than the truth is, so it is a memset (S8)."""
+    ref = torch.randn(1000, generator=torch.Generator().manual_seed(0))
+    result = compare_outputs([ref], [torch.full_like(ref, float(ref.mean()))], {}, "c", None, [1e-3])
+    assert not result.ok and "constant" in result.message
+    assert compare_outputs([ref], [ref * (1 + 2e-3)], {}, "c", None, [1e-3]).ok

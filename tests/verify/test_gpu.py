@@ -103,3 +103,5 @@ def get_init_inputs():
     result = reference(task.name, task.source, cases, "cuda", str(tmp_path / "inputs.pt"), None)
     [error] = result["expected"][0]["eager_errors"]
     assert result["convolves"] and 1e-6 < error < 2e-3  # TF32's rounding, within its tolerance
+    [floor] = result["expected"][0]["reference_errors"]  # the float64 floor: cuDNN's float64 conv ran
+    assert 0 < floor < 1e-6  # the precise fp32 reference's own rounding: no wider tolerance
