@@ -1,10 +1,8 @@
 """The job functions a forked child runs (forkserver.py calls them by name from JOBS).
 
 - `probe`: the device's name, L2 size and library versions.
-- `reference`: the task's Model on every case: writes the inputs to a file for the candidate and
-  returns the expected outputs, with the errors a tolerance may widen to (eager's, and the fp32
-  reference's own against float64: correctness.py), which go to the main process only. No
-  candidate code runs here.
+- `reference` (no candidate code runs here): the task's Model on every case; writes the inputs for the
+  candidate, returns the expected outputs and the errors a tolerance may widen to (correctness.py).
 - `candidate`: loads the candidate from a real .py file with the proof-of-work instruments
   installed first, runs every case twice, reports outputs and what it saw; on a GPU also the
   Triton share of device time and the timing. It never compares against the reference: it has
@@ -86,8 +84,7 @@ def reference(task_name: str, task_source: str, cases: list[dict[str, Any]], dev
         outputs = as_list(raw)
         on_tf32 = convolves and device == "cuda"  # only there eager and the reference differ
         errors = eager_errors(model, inputs, outputs) if on_tf32 else [0.0] * len(outputs)
-        # The float64 floor (correctness.py): a random forward has no float64 twin to agree with.
-        floors = reference_errors(model, inputs, outputs) if not seeded else [0.0] * len(outputs)
+        floors = reference_errors(model, inputs, outputs) if not seeded else [0.0] * len(outputs)  # no twin
         expected.append({"kind": output_kind(raw), "outputs": [o.detach().cpu() for o in outputs],
                          "eager_errors": errors, "reference_errors": floors})
         all_inputs.append(inputs)

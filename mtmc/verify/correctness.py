@@ -79,6 +79,8 @@ from typing import Any
 
 import torch
 
+from mtmc.verify.tensor_compare import compare_values
+
 DEFAULT_TOLERANCE: dict[torch.dtype, tuple[float, float]] = {  # dtype -> (atol, rtol)
     torch.float64: (1e-7, 1e-7),
     torch.float32: (1e-4, 1e-4),
@@ -241,94 +243,11 @@ def compare_tensor(ref: torch.Tensor, out: torch.Tensor, tol: Tolerance, label: 
     if not ref.is_floating_point():
         wrong = int((out != ref).sum())
         return Comparison(wrong == 0, f"{label}: {wrong} of {ref.numel()} elements differ" if wrong else "")
-    r, o = _for_comparison(ref), _for_comparison(out)
-    special = _special_values(r, o, label)
-    if special is not None:
-        return special
-    finite = torch.isfinite(r)
-    if bool(finite.all()):  # the usual case: flat views, not a gather (two more copies of GBs)
-        r, o = r.reshape(-1), o.reshape(-1)
-    else:
-        r, o = r[finite], o[finite]
-    if r.numel() == 0:
-        return Comparison(True)
-    diff = (o - r).abs()
-    scale = float(r.abs().max()) or 1.0
-    max_abs = float(diff.max())
-    rel = float(diff.norm() / (r.norm() if float(r.norm()) > 0 else 1.0))
-    result = Comparison(True, max_abs_error=max_abs, rel_error=rel)
-    if r.numel() > 1 and bool((o == o[0]).all()) and _varies(r, scale, floor):
-        result.ok = False
-        result.message = (f"{label}: output is constant (every element = {float(o[0]):.6g}) but the "
-                          "reference varies (S8)")
-        return result
-    allowed = tol.atol * scale + tol.rtol * r.abs()
-    bad = diff > allowed
-    if bool(bad.any()) or rel > max(tol.atol, tol.rtol):
-        worst = int(torch.argmax(diff - allowed))
-        result.ok = False
-        result.message = (f"{label}: max |out - ref| = {max_abs:.3g} (ref {float(r[worst]):.6g}, out "
-                          f"{float(o[worst]):.6g} at the worst element), {int(bad.sum())} of {r.numel()} "
-                          f"elements outside atol*max|ref| + rtol*|ref| (atol={tol.atol:g}, "
-                          f"rtol={tol.rtol:g}, "
-                          f"max|ref|={scale:.3g}); normalized error {rel:.3g}{_precision_hint(ref, rel)}")
-        return result
-    if _constant_would_pass(r, tol, scale):
+    got = compare_values(ref, out, tol.atol, tol.rtol, floor, label)
+    result = Comparison(got.ok, got.message, max_abs_error=got.max_abs_error, rel_error=got.rel_error)
+    if got.weak_reference:
         result.flags.append(f"weak_reference: a constant output would pass {label} (S9)")
     return result
-
-
-def _for_comparison(t: torch.Tensor) -> torch.Tensor:
-    """A float copy to compare in: float32 holds fp16/bf16 values exactly; others go to float64.
-    Large outputs go to the GPU when there is one: on an H100 host, one add_rmsnorm_bf16 verdict
-    spent 112 s of 217 s outside its timed phases, where float64 comparisons of its GB-sized
-    outputs ran on the CPU (the verdict's `judge` phase now times this)."""
-    dtype = torch.float32 if t.dtype in (torch.float16, torch.bfloat16) else torch.float64
-    if t.numel() >= LARGE and torch.cuda.is_available():
-        try:
-            return t.to(device="cuda", dtype=dtype)
-        except torch.cuda.OutOfMemoryError:  # the CPU is slow but always has room
-            pass
-    return t.to(device="cpu", dtype=dtype)
-
-
-LARGE = 1 << 16  # elements; below this the CPU compares in well under a millisecond
-
-
-def _special_values(r: torch.Tensor, o: torch.Tensor, label: str) -> Comparison | None:
-    ref_nan, out_nan = r.isnan(), o.isnan()
-    if bool((out_nan & ~ref_nan).any()):
-        count = int((out_nan & ~ref_nan).sum())
-        return Comparison(False, f"{label}: {count} NaN value(s) where the reference has none (an "
-                          "output element never written? S6)", max_abs_error=float("nan"))
-    if bool((ref_nan & ~out_nan).any()):
-        return Comparison(False, f"{label}: numbers where the reference has NaN")
-    ref_inf, out_inf = r.isinf(), o.isinf()
-    if bool(((ref_inf | out_inf) & (r != o) & ~ref_nan).any()):
-        return Comparison(False, f"{label}: Inf values do not match the reference",
-                          max_abs_error=float("inf"))
-    return None
-
-
-def _varies(r: torch.Tensor, scale: float, floor: float) -> bool:
-    """The reference varies, by more than its own error: a constant within the floor of every
-    element is as close to it as the float64 truth is (GroupNorm-then-mean noise around 0)."""
-    if bool((r == r[0]).all()):
-        return False
-    return not (floor > 0 and _constant_would_pass(r, Tolerance(floor, floor), scale))
-
-
-def _constant_would_pass(r: torch.Tensor, tol: Tolerance, scale: float) -> bool:
-    const = torch.full_like(r, float(r.mean()))
-    diff = (const - r).abs()
-    return bool((diff <= tol.atol * scale + tol.rtol * r.abs()).all())
-
-
-def _precision_hint(ref: torch.Tensor, rel: float) -> str:
-    if ref.dtype == torch.float32 and 1e-4 < rel < 1e-2:
-        return (" -- an error this size looks like reduced precision (TF32 `tl.dot`, fp16 math): use "
-                "input_precision='ieee' or 'tf32x3', unless the task allows tf32")
-    return ""
 
 
 def compare_runs(first: list[torch.Tensor], second: list[torch.Tensor] | None, deterministic: bool,

@@ -406,7 +406,8 @@ import torch.nn as nn
 class Model(nn.Module):
     def __init__(self):
         super().__init__()
-        self.convs = nn.Sequential(*[nn.Conv2d({channels}, {channels}, 3, padding=1) for _ in range({layers})])
+        c = {channels}
+        self.convs = nn.Sequential(*[nn.Conv2d(c, c, 3, padding=1) for _ in range({layers})])
 
     def forward(self, x):
         return self.convs(x)
