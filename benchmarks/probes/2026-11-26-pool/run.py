@@ -25,13 +25,9 @@ or variant is recorded and skipped; past --time-limit seconds the remaining ones
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import os
 import sys
-import time
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -39,17 +35,13 @@ if "--cpu-dry-run" in sys.argv:
     os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported
 
 import torch  # noqa: E402
-import triton  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the repository: benchmarks/ is not installed
 
-from benchmarks.gpu_bench import load_program  # noqa: E402
+from benchmarks.probes import harness  # noqa: E402
 from coders.template import TemplateCoder  # noqa: E402
 from coders.template.emit import pool as pool_emit  # noqa: E402
-from coders.template.emit.module import generate  # noqa: E402
 from coders.template.ir import ProgramIR  # noqa: E402
-from mtmc.program import Program  # noqa: E402
-from mtmc.strategies import PORT  # noqa: E402
 from mtmc.tasks import Task  # noqa: E402
 from mtmc.tasks.task import task_from_file  # noqa: E402
 
@@ -73,33 +65,6 @@ DRY_SIZES = {"batch_size": 2, "features": 3, "channels": 2, "in_channels": 3, "s
              "input_length": 45, "height": 13, "width": 25, "depth": 7, "dim1": 7, "dim2": 8, "dim3": 9}
 
 COPY_CAP = 4 * 2**30  # bytes: a copy this large runs at the device's streaming bandwidth
-
-
-def parse_variant(text: str) -> tuple[str, dict[str, Any]]:
-    name, _, body = text.partition(":")
-    overrides: dict[str, Any] = {}
-    for item in filter(None, body.split(",")):
-        key, _, value = item.partition("=")
-        overrides[key.strip()] = int(value) if value.strip().isdigit() else value.strip()
-    return name, overrides
-
-
-def find_tasks(folder: Path, prefixes: list[str]) -> list[Path]:
-    files = sorted(folder.glob("*.py"))
-    found = []
-    for prefix in prefixes:
-        match = [f for f in files if f.stem == prefix] or [f for f in files if f.stem.startswith(prefix)]
-        if not match:
-            raise SystemExit(f"no task in {folder} starts with {prefix!r}")
-        found += [f for f in match if f not in found]
-    return found
-
-
-def fused_ir(coder: TemplateCoder, task: Task) -> ProgramIR:
-    program = coder.apply(task, None, PORT)
-    while fusions := [s for s in coder.legal_strategies(task, program) if s.kind == "fuse"]:
-        program = coder.apply(task, program, fusions[0])
-    return ProgramIR.from_dict(program.metadata["template_ir"])
 
 
 def configure(ir: ProgramIR, overrides: dict[str, Any]) -> tuple[ProgramIR, list[dict]]:
@@ -145,17 +110,6 @@ def max_error(got: Any, expected: Any) -> float:
     return worst
 
 
-def timer(cpu: bool, warmup: int, rep: int):
-    if cpu:
-        def once(fn) -> float:
-            fn()  # a warm-up (interpreter caches)
-            start = time.perf_counter()
-            fn()
-            return (time.perf_counter() - start) * 1e3
-        return once
-    return lambda fn: triton.testing.do_bench(fn, warmup=warmup, rep=rep, return_mode="median")
-
-
 def copy_bandwidth(nbytes_: int, device: str, bench) -> float:
     """Bytes per second of a device-to-device copy of about `nbytes_` (read once, written once)."""
     n = max(1, min(nbytes_, COPY_CAP) // 4)
@@ -165,52 +119,46 @@ def copy_bandwidth(nbytes_: int, device: str, bench) -> float:
     return 2 * n * 4 / (ms * 1e-3)
 
 
-def task_sizes(task: Task, args) -> dict:
-    if args.sizes:
-        return json.loads(args.sizes)
-    if not args.cpu_dry_run:
-        return {}
+def dry_sizes(task: Task) -> dict:
     module = task.module({})
     return {k: v for k, v in DRY_SIZES.items() if hasattr(module, k)}
+
+
+def baselines(row: dict, reference, inputs, expected, args, bench, device: str) -> None:
+    """The task's bytes, its memory floor, and eager and torch.compile times, into `row`."""
+    row["bytes"] = nbytes(inputs) + nbytes(expected)
+    row["copy_bw"] = copy_bandwidth(nbytes(inputs), device, bench)
+    row["floor_ms"] = row["bytes"] / row["copy_bw"] * 1e3
+    row["nominal_floor_ms"] = row["bytes"] / args.bandwidth * 1e3
+    row["eager_ms"] = bench(lambda: reference(*inputs))
+    if not args.cpu_dry_run and not args.no_compile:
+        try:
+            compiled = torch.compile(reference)
+            row["compile_err"] = max_error(compiled(*inputs), expected)
+            row["compile_ms"] = bench(lambda: compiled(*inputs))
+        except Exception as err:
+            row["compile_error"] = harness.described(err)
+        finally:
+            torch._dynamo.reset()  # the next task's model is compiled from scratch
 
 
 def probe_task(coder: TemplateCoder, path: Path, variants: list[tuple[str, dict]], args, clock) -> dict:
     task = task_from_file(path)
     cpu = args.cpu_dry_run
     device = "cpu" if cpu else "cuda"
-    sizes = task_sizes(task, args)
-    bench = timer(cpu, args.warmup, args.rep)
+    sizes = harness.sizes_of(task, args, dry=dry_sizes)
+    bench = harness.timer(cpu, args.warmup, args.rep)
     row: dict[str, Any] = {"task": path.stem, "sizes": sizes}
     reference = task.make_model(seed=0, sizes=sizes).to(device)
     with torch.device(device):  # the task's get_inputs makes its tensors on the device
         inputs = task.make_inputs(seed=1, sizes=sizes)
     with torch.no_grad():
         expected = reference(*inputs)
-        row["bytes"] = nbytes(inputs) + nbytes(expected)
-        row["copy_bw"] = copy_bandwidth(nbytes(inputs), device, bench)
-        row["floor_ms"] = row["bytes"] / row["copy_bw"] * 1e3
-        row["nominal_floor_ms"] = row["bytes"] / args.bandwidth * 1e3
-        row["eager_ms"] = bench(lambda: reference(*inputs))
-        if not cpu and not args.no_compile:
-            try:
-                compiled = torch.compile(reference)
-                row["compile_err"] = max_error(compiled(*inputs), expected)
-                row["compile_ms"] = bench(lambda: compiled(*inputs))
-            except Exception as err:
-                row["compile_error"] = f"{type(err).__name__}: {str(err)[:300]}"
-            finally:
-                torch._dynamo.reset()  # the next task's model is compiled from scratch
-    base = fused_ir(coder, task)
+        baselines(row, reference, inputs, expected, args, bench, device)
+    base = harness.fused_ir(coder, task)
     row["kernels"] = [k.kind for k in base.kernels()]
-    row["variants"] = {}
-    for name, overrides in variants:
-        if clock() > args.time_limit:
-            row["variants"][name] = {"skipped": "time limit"}
-            continue
-        row["variants"][name] = probe_variant(task, path, base, name, overrides, reference, inputs,
-                                              expected, row, bench, device)
-        if not cpu:
-            torch.cuda.synchronize()
+    harness.probe_variants(row, variants, args, clock, lambda name, overrides: probe_variant(
+        task, path, base, name, overrides, reference, inputs, expected, row, bench, device))
     return row
 
 
@@ -218,23 +166,17 @@ def probe_variant(task, path, base, name, overrides, reference, inputs, expected
                   device) -> dict:
     result: dict[str, Any] = {}
     try:
-        ir, configs = configure(base, overrides)
-        result["configs"] = configs
-        module = load_program(Program(generate(task, ir)), f"{path.stem}_{name}".replace("-", "_"))
-        torch.manual_seed(0)
-        candidate = module.ModelNew(*task.init_inputs(row["sizes"])).to(device)
-        candidate.load_state_dict(reference.state_dict())
-        with torch.no_grad():
-            result["max_err"] = max_error(candidate(*inputs), expected)
-            result["ms"] = bench(lambda c=candidate: c(*inputs))
+        ir, result["configs"] = configure(base, overrides)
+        module = harness.load(task, ir, path, name)[1]
+        candidate = harness.instantiate(module, task, row["sizes"], reference, device)
+        result.update(harness.measure(candidate, inputs, expected, bench, error=max_error))
         result["vs_eager"] = row["eager_ms"] / result["ms"]
         result["floor_pct"] = 100 * row["floor_ms"] / result["ms"]
         result["nominal_pct"] = 100 * row["nominal_floor_ms"] / result["ms"]
         if "compile_ms" in row:
             result["vs_compile"] = row["compile_ms"] / result["ms"]
     except Exception as err:  # a compile or launch failure is a result to report, not a crash
-        result["error"] = f"{type(err).__name__}: {str(err)[:300]}"
-        result["trace"] = traceback.format_exc()[-1500:]
+        result.update(harness.failure(err))
     return result
 
 
@@ -246,79 +188,34 @@ def print_row(row: dict) -> None:
           f"floor {row['floor_ms']:.3f} ms; eager {row['eager_ms']:.3f} ms "
           f"({100 * row['floor_ms'] / row['eager_ms']:.0f}% floor), "
           f"compile {row.get('compile_ms', float('nan')):.3f} ms", flush=True)
-    for name, r in row["variants"].items():
-        if "ms" in r:
-            print(f"    {name:18s} {r['ms']:9.3f} ms  {r['floor_pct']:5.1f}% floor  "
-                  f"({r['nominal_pct']:5.1f}% at nominal)  x{r['vs_eager']:.2f} eager  "
-                  f"x{r.get('vs_compile', float('nan')):.2f} compile  err {r['max_err']:.1e}", flush=True)
-        else:
-            print(f"    {name:18s} {r.get('skipped') or r.get('error', '')[:150]}", flush=True)
+    harness.print_variants(row, 18, lambda r: (
+        f"{r['ms']:9.3f} ms  {r['floor_pct']:5.1f}% floor  ({r['nominal_pct']:5.1f}% at nominal)  "
+        f"x{r['vs_eager']:.2f} eager  x{r.get('vs_compile', float('nan')):.2f} compile  "
+        f"err {r['max_err']:.1e}"))
 
 
 def summary(rows: list[dict]) -> dict[str, dict]:
     """Per variant: tasks measured, geomean of % floor and of the speedups; per task, the best."""
-    out: dict[str, dict] = {}
-    names = dict.fromkeys(n for r in rows for n in r.get("variants", {}))
-    for name in names:
-        measured = [r["variants"][name] for r in rows if "ms" in r.get("variants", {}).get(name, {})]
-        entry: dict[str, Any] = {"tasks": len(measured)}
-        for key in ("floor_pct", "vs_eager", "vs_compile"):
-            values = [m[key] for m in measured if key in m]
-            if values:
-                entry[key] = math.exp(sum(math.log(v) for v in values) / len(values))
-        out[name] = entry
     best = {}
     for r in rows:
         timed = {n: v for n, v in r.get("variants", {}).items() if "ms" in v}
         if timed:
             name = min(timed, key=lambda n: timed[n]["ms"])
             best[r["task"]] = {"variant": name, "floor_pct": timed[name]["floor_pct"]}
-    return {"variants": out, "best": best}
+    return {"variants": harness.geomeans(rows, ("floor_pct", "vs_eager", "vs_compile")), "best": best}
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks-dir", type=Path, required=True)
-    parser.add_argument("--tasks", nargs="+", required=True, help="task file names or their prefixes")
-    parser.add_argument("--out", type=Path, required=True, help="JSON file to write")
-    parser.add_argument("--time-limit", type=float, default=200.0, help="seconds; later variants are skipped")
-    parser.add_argument("--variants", default=None, help="';'-separated name:key=value,... (default: a menu)")
-    parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
-    parser.add_argument("--sizes", default=None, help="JSON size overrides for every task")
+    parser = harness.parser(__doc__, time_limit=200.0, time_help="seconds; later variants are skipped")
     parser.add_argument("--bandwidth", type=float, default=3.0e12, help="nominal bytes/s for nominal_pct")
     parser.add_argument("--warmup", type=int, default=10, help="do_bench warm-up, ms")
     parser.add_argument("--rep", type=int, default=40, help="do_bench repetition time, ms")
-    parser.add_argument("--cpu-dry-run", action="store_true", help="small sizes on the CPU interpreter")
+    harness.add_dry_run(parser, "small sizes on the CPU interpreter")
     args = parser.parse_args(argv)
-    variants = [parse_variant(v) for v in (args.variants.split(";") if args.variants else VARIANTS)]
-    start = time.monotonic()
-    clock = lambda: time.monotonic() - start  # noqa: E731
-    coder = TemplateCoder()
-    rows: list[dict] = []
-    meta = {"device": "cpu" if args.cpu_dry_run else torch.cuda.get_device_name(),
-            "torch": torch.__version__, "triton": triton.__version__, "nominal_bandwidth": args.bandwidth,
-            "do_bench": {"warmup_ms": args.warmup, "rep_ms": args.rep, "return_mode": "median"}}
-    for path in find_tasks(args.tasks_dir, args.tasks):
-        if clock() > args.time_limit:
-            rows.append({"task": path.stem, "skipped": "time limit"})
-            print(f"{path.stem}: skipped (time limit)", flush=True)
-            continue
-        try:
-            row = probe_task(coder, path, variants, args, clock)
-        except Exception as err:
-            row = {"task": path.stem, "error": f"{type(err).__name__}: {str(err)[:300]}",
-                   "trace": traceback.format_exc()[-1500:]}
-        row["elapsed_s"] = round(clock(), 1)
-        rows.append(row)
-        print_row(row)
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps({"meta": meta, "rows": rows, "summary": summary(rows)}, indent=1))
-        if not args.cpu_dry_run:
-            torch.cuda.empty_cache()
-    result = summary(rows)
-    for name, entry in result["variants"].items():
-        geo = "  ".join(f"{k} {v:.2f}" for k, v in entry.items() if k != "tasks")
-        print(f"{name:18s} {entry['tasks']} tasks  geomean {geo}")
+    run_meta = harness.meta(args, nominal_bandwidth=args.bandwidth,
+                            do_bench={"warmup_ms": args.warmup, "rep_ms": args.rep, "return_mode": "median"})
+    result = summary(harness.probe_tasks(args, VARIANTS, probe_task, print_row, summary, run_meta))
+    harness.print_geomeans(result["variants"], width=18, unit="")
     for task, best in result["best"].items():
         print(f"best {task}: {best['variant']} {best['floor_pct']:.1f}% floor")
 

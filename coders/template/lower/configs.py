@@ -6,7 +6,7 @@ import torch
 
 POINTWISE_CONFIG = {"BLOCK": 1024, "num_warps": 4}
 # columns per chunk; a row that fits is read once; auto_block: the emitter sizes both by the kernel's
-# form (emit/reduce.py row_blocks) until a `tile` step sets BLOCK
+# form (emit/reduce_launch.py row_blocks) until a `tile` step sets BLOCK
 ROW_CONFIG = {"BLOCK": 8192, "split_k": 1, "auto_block": True}
 COLUMN_CONFIG = {"BLOCK_M": 32, "BLOCK_N": 64, "num_warps": 4, "split_k": 1}  # (reduced rows, columns)
 # a full-size output (softmax over channels): up to 128 reduced rows of 32 columns in registers, read

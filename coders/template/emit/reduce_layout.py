@@ -1,0 +1,164 @@
+"""How a reduce kernel walks its space (emit/reduce.py emits the kernel): the (outer, reduced, inner)
+view, index variables and masks, and the reductions and accumulators written over them."""
+
+from __future__ import annotations
+
+from coders.template.emit.common import Axis, FusionError, Writer, address, mask_of
+from coders.template.emit.reduce_analysis import paired_reductions
+from coders.template.ir import Kernel, Op
+
+IDENTITY = {"sum": "0.0", "mean": "0.0", "max": 'float("-inf")', "min": 'float("inf")'}
+COMBINE = {"sum": "tl.sum", "mean": "tl.sum", "max": "tl.max", "min": "tl.min"}
+
+# neighbours in one thread that share a running max in a looped online softmax: 8 bf16 values are
+# one 16-byte load (cross_entropy_smooth_bf16, H200 hand probes: 0.505 ms in groups of 8, 0.510 in
+# groups of 4, 0.641 per lane; chunks of 1024 at 4 warps)
+LANE_GROUP = 8
+
+# per-lane online softmax keeps two or more accumulators per element of a chunk: small chunks keep
+# them in registers (cross_entropy_smooth_bf16, H200: 0.67 ms in chunks of 1024 at 4 warps, 0.88 ms
+# in 2048, 1.00 ms in 4096 at 8 warps; kl_div_rows 0.28 / 0.34 ms in 1024 / 2048 at 4 warps)
+ONLINE_CHUNK = 1024
+
+
+def chunk_of(config: dict, online: bool) -> int:
+    """The chunk a looped row is walked in: a `tile` step's BLOCK, or ONLINE_CHUNK for an online
+    softmax until a tile step sets one (`auto_block`)."""
+    return ONLINE_CHUNK if online and config.get("auto_block") else config["BLOCK"]
+
+
+class Layout:
+    """How a reduce kernel walks its space: index variables, masks, reductions."""
+
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        self.rank = len(kernel.space["traced"])
+        d0, d1 = kernel.space["red"]
+        self.d0, self.d1 = d0, d1
+        self.groups = kernel.space.get("groups")
+        self.by_channel = False  # a group row addressed as channel `chan`, columns within it
+        self.column = d1 < self.rank and not self.groups
+        self.red_dims = list(range(d0, d1))
+        if self.column:
+            self.axes = [Axis(list(range(d0)), "outer", "n_outer", None),
+                         Axis(self.red_dims, "rows", "n_red", "row_mask"),
+                         Axis(list(range(d1, self.rank)), "inner", "n_inner", "inner_mask")]
+        else:
+            self.axes = [Axis(list(range(d0)), "row", "n_rows", None),
+                         Axis(self.red_dims, "cols", "n_cols", "col_mask")]
+        self.block = "BLOCK_M" if self.column else "BLOCK"
+        self.red_mask = "row_mask" if self.column else "col_mask"
+        self.red_size = "n_red" if self.column else "n_cols"
+        self.keep = ", keep_dims=True" if self.column else ""
+        # a row kernel with an online softmax walks its chunks as (BLOCK // LANE_GROUP, LANE_GROUP)
+        # tiles: each thread's neighbours share one running max (see _online_groups)
+        kinds = {kind for kind, _, _ in paired_reductions(kernel).values()}
+        self.online = "online" in kinds
+        self.grouped = self.online and "welford" not in kinds and not self.column and not self.groups \
+            and kernel.config.get("split_k", 1) <= 1 \
+            and chunk_of(kernel.config, self.online) >= 2 * LANE_GROUP
+
+    # --- addressing -------------------------------------------------------------------------------
+    def address(self, dims: list[int], what: str) -> str:
+        if self.groups:
+            return self._group_address(dims, what)
+        return address(self.axes, dims, what)
+
+    def mask(self, dims: list[int], what: str) -> str | None:
+        if self.groups:
+            first = 2 if self.by_channel else 1  # by channel, a per-channel value is one scalar
+            return "col_mask" if set(dims) & set(range(first, self.rank)) else None
+        return mask_of(self.axes, dims, what)
+
+    def _group_address(self, dims: list[int], what: str) -> str:
+        """Rows are (batch, group); a row's columns are its channels' elements, channel-major."""
+        rest = list(range(1, self.rank))
+        within = " + chan * HW + cols" if self.by_channel else " + cols"  # by channel: cols < HW
+        if dims == [1] and self.by_channel:
+            return "(row % G) * CPG + chan"
+        if dims == [0, *rest]:
+            return "row * n_cols" + within
+        if dims == rest:
+            return "(row % G) * n_cols" + within
+        if dims == [1]:
+            return "(row % G) * CPG + cols // HW"
+        if dims == [0]:
+            return "row // G"
+        if dims == []:
+            return "0"
+        raise FusionError(f"{what}: a GroupNorm kernel cannot address dims {dims}")
+
+    def check(self) -> None:
+        for o in self.kernel.operands:
+            self.address(o.dims, f"operand {o.value}")
+        for out in self.kernel.outputs:
+            self.address(out.dims, f"output {out.value}")
+
+    # --- walking ----------------------------------------------------------------------------------
+    def program(self, w: Writer) -> None:
+        if self.column:
+            w("pid = tl.program_id(0)")
+            w("n_inner_blocks = tl.cdiv(n_inner, BLOCK_N)")
+            w("outer = (pid // n_inner_blocks).to(tl.int64)")
+            w("inner = (pid % n_inner_blocks) * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]")
+            w("inner_mask = inner < n_inner")
+        elif not self.kernel.config.get("persistent"):
+            w("row = tl.program_id(0).to(tl.int64)")
+
+    def index(self, w: Writer, start: str | None, bound: str | None = None) -> None:
+        offset = f"{start} + " if start else ""
+        if self.column:
+            w(f"rows = {offset}tl.arange(0, BLOCK_M)[:, None]")
+            w(f"row_mask = rows < {bound or 'n_red'}")
+        elif self.grouped and start:
+            g = LANE_GROUP
+            w(f"cols = {offset}tl.arange(0, BLOCK // {g})[:, None] * {g} + tl.arange(0, {g})[None, :]")
+            w(f"col_mask = cols < {bound or 'n_cols'}")
+        else:
+            w(f"cols = {offset}tl.arange(0, BLOCK)")
+            w(f"col_mask = cols < {bound or 'n_cols'}")
+
+    def reduce(self, op: Op, arg: str) -> str:
+        kind = op.op
+        text = f"{COMBINE[kind]}(tl.where({self.red_mask}, {arg}, {IDENTITY[kind]}), axis=0{self.keep})"
+        return text + self.mean_divisor(op)
+
+    def mean_divisor(self, op: Op) -> str:
+        if op.op != "mean":
+            return ""
+        correction = op.attrs.get("correction", 0)
+        return f" / ({self.red_size} - {correction!r})" if correction else f" / {self.red_size}"
+
+    def acc_shape(self) -> str:
+        if self.grouped:
+            return f"[BLOCK // {LANE_GROUP}, {LANE_GROUP}]"
+        return "[BLOCK_M, BLOCK_N]" if self.column else "[BLOCK]"
+
+    def online_init(self, kind: str) -> str:
+        """An online softmax's running statistic: one per group of LANE_GROUP neighbours, or per lane."""
+        if self.grouped:
+            return f"tl.full([BLOCK // {LANE_GROUP}], {IDENTITY[kind]}, tl.float32)"
+        return self.acc_init(kind)
+
+    def stat_shape(self) -> str:
+        """A running statistic of a row: one scalar, or one per inner column of a column reduction."""
+        return "[1, BLOCK_N]" if self.column else "[]"
+
+    def acc_init(self, kind: str) -> str:
+        if kind in ("sum", "mean"):
+            return f"tl.zeros({self.acc_shape()}, dtype=tl.float32)"
+        return f"tl.full({self.acc_shape()}, {IDENTITY[kind]}, tl.float32)"
+
+    def acc_update(self, kind: str, acc: str, arg: str) -> str:
+        masked = f"tl.where({self.red_mask}, {arg}, {IDENTITY[kind]})"
+        if kind in ("sum", "mean"):
+            return f"{acc} += {masked}"
+        fn = "tl.maximum" if kind == "max" else "tl.minimum"
+        return f"{acc} = {fn}({acc}, {masked})"
+
+    def acc_final(self, op: Op, acc: str) -> str:
+        axis = "" if self.grouped else ", axis=0"  # no axis: a (groups, LANE_GROUP) tile reduces whole
+        return f"{COMBINE[op.op]}({acc}{axis}{self.keep})" + self.mean_divisor(op)
+
+    def ridx(self) -> str:
+        return "rows" if self.column else "cols"

@@ -1,0 +1,146 @@
+"""Split reductions (the menu's `split_k`): SPLIT programs share each row, each reducing one slice
+of the reduced extent into a float32 workspace, and a second kernel combines the slices and computes
+what follows the reductions (reduce_launch.launch_split launches both)."""
+
+from __future__ import annotations
+
+import re
+
+from coders.template.emit.common import REDUCTIONS, BodyEmitter, FusionError, Writer, needed, ptr, var
+from coders.template.emit.launch import kernel_header, wrap_call
+from coders.template.emit.reduce_analysis import analyse, full_size_outputs
+from coders.template.emit.reduce_body import body_of
+from coders.template.emit.reduce_layout import COMBINE, Layout
+from coders.template.ir import Kernel, Op
+
+
+def splittable(kernel: Kernel) -> bool:
+    """Every reduction in the first pass and no full-size output: partial results combine later."""
+    lay = Layout(kernel)
+    if lay.groups:
+        return False
+    varies, after, _ = analyse(kernel, lay, pair=False)
+    reds = [op for op in kernel.body if op.op in REDUCTIONS]
+    return bool(reds) and all(after[op.out] == 1 for op in reds) and \
+        not full_size_outputs(kernel, varies)
+
+
+def _reduced_address(lay: Layout, dims: list[int], what: str) -> str:
+    """Offset of an element of a reduced-shape operand, at flat reduced index `offs`."""
+    outer, inner = set(range(lay.d0)), set(range(lay.d1, lay.rank))
+    dims = set(dims)
+    if not dims:
+        return "0"
+    if dims == outer | inner:
+        return "offs"
+    if dims == outer:
+        return "offs // n_inner"
+    if dims == inner:
+        return "offs % n_inner"
+    raise FusionError(f"{what}: a split reduction cannot address dims {sorted(dims)}")
+
+
+def combine_ops(kernel: Kernel) -> list[Op]:
+    reds = {op.out for op in kernel.body if op.op in REDUCTIONS}
+    return needed(kernel.body, [o.src for o in kernel.outputs], stop=reds)
+
+
+def emit_split(w: Writer, kernel: Kernel, name: str) -> tuple[list[str], list[str]]:
+    """Write the partial and combine kernels; returns the size arguments each one takes."""
+    lay = Layout(kernel)
+    lay.check()
+    varies, _, _ = analyse(kernel, lay, pair=False)
+    reds = [op for op in kernel.body if op.op in REDUCTIONS]
+    body = body_of(kernel, lay, varies)
+    bw = Writer()
+    bw.depth = w.depth + 1
+    lay.program(bw)
+    bw("split = tl.program_id(1)")
+    bw(f"# this program reduces one slice of the {lay.red_size} reduced elements")
+    bw(f"chunk = tl.cdiv(tl.cdiv({lay.red_size}, {lay.block}), SPLIT) * {lay.block}")
+    bw("lo = split * chunk")
+    bw(f"hi = tl.minimum(lo + chunk, {lay.red_size})")
+    done: set[str] = set()
+    for op in kernel.body:
+        if not varies[op.out] and op.op not in REDUCTIONS and all(
+                not isinstance(a, str) or a in done for a in op.args):
+            bw(body.statement(op))
+            done.add(op.out)
+    for op in reds:
+        bw(f"acc_{var(op.out)} = {lay.acc_init(op.op)}")
+    bw(f"for start in range(lo, hi, {lay.block}):")
+    bw.indent()
+    lay.index(bw, "start", bound="hi")
+    for op in needed(kernel.body, [op.args[0] for op in reds], stop=done):
+        bw(body.statement(op))
+    for op in reds:
+        bw(lay.acc_update(op.op, f"acc_{var(op.out)}", body.arg(op.args[0])))
+    bw.dedent()
+    index = "outer * n_inner + inner" if lay.column else "row"
+    mask = ", mask=inner_mask" if lay.column else ""
+    for j, op in enumerate(reds):
+        partial = f"{COMBINE[op.op]}(acc_{var(op.out)}, axis=0{lay.keep})"
+        slot = "split" if j == 0 else f"({j} * SPLIT + split)"
+        bw(f"tl.store(ws_ptr + {slot} * n_reduced + {index}, {partial}{mask})")
+    text = "\n".join(bw.lines)
+    operands = [var(o.value) if o.scalar else ptr(o.value) for o in kernel.operands]
+    sizes = [s for s in ("n_cols", "n_red", "n_inner") if re.search(rf"\b{s}\b", text)]
+    kernel_header(w, kernel, name, operands + ["ws_ptr", "n_reduced"] + sizes,
+                  (["BLOCK_M", "BLOCK_N"] if lay.column else ["BLOCK"]) + ["SPLIT"])
+    w.lines.extend(bw.lines)
+    w()
+    w()
+    return sizes, _emit_combine(w, kernel, name, lay, reds)
+
+
+def _emit_combine(w: Writer, kernel: Kernel, name: str, lay: Layout, reds: list[Op]) -> list[str]:
+    ops = combine_ops(kernel)
+    loaded = sorted({op.args[0] for op in ops if op.op == "load"})
+    operands = [kernel.operands[i] for i in loaded]
+    cw = Writer()
+    cw.depth = w.depth + 1
+    cw("offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)")
+    cw("mask = offs < n_reduced")
+    for j, op in enumerate(reds):
+        first = "offs" if j == 0 else f"{j} * SPLIT * n_reduced + offs"
+        cw(f"{var(op.out)} = tl.load(ws_ptr + {first}, mask=mask, other=0.0)")
+        cw("for s in tl.static_range(1, SPLIT):")
+        slot = "s" if j == 0 else f"({j} * SPLIT + s)"
+        part = f"tl.load(ws_ptr + {slot} * n_reduced + offs, mask=mask, other=0.0)"
+        if op.op in ("sum", "mean"):
+            cw(f"    {var(op.out)} += {part}")
+        else:
+            fn = "tl.maximum" if op.op == "max" else "tl.minimum"
+            cw(f"    {var(op.out)} = {fn}({var(op.out)}, {part})")
+        if op.op == "mean":
+            cw(f"{var(op.out)} = {var(op.out)}{lay.mean_divisor(op)}")
+
+    def load(op: Op, operand) -> str:
+        if operand.scalar:
+            return f"{var(operand.value)} * 1.0" if not operand.integer else var(operand.value)
+        where = _reduced_address(lay, operand.dims, operand.value)
+        text = f"tl.load({ptr(operand.value)})" if where == "0" else \
+            f"tl.load({ptr(operand.value)} + {where}, mask=mask, other=0)"
+        return text if operand.integer else f"{text}.to(tl.float32)"
+
+    body = BodyEmitter(kernel, load)
+    for op in ops:
+        cw(body.statement(op))
+    for out in kernel.outputs:
+        value = f"{var(out.src)}.to({ptr(out.value)}.dtype.element_ty)"
+        cw(f"tl.store({ptr(out.value)} + offs, {value}, mask=mask)")
+    text = "\n".join(cw.lines)
+    sizes = [s for s in ("n_cols", "n_red", "n_inner") if re.search(rf"\b{s}\b", text)]
+    params = ["ws_ptr"] + [var(o.value) if o.scalar else ptr(o.value) for o in operands] + \
+        [ptr(o.value) for o in kernel.outputs] + ["n_reduced"] + sizes
+    w("@triton.jit")
+    for line in wrap_call(f"def {combine_name(name)}",
+                          params + ["SPLIT: tl.constexpr", "BLOCK: tl.constexpr"], ":", w.depth):
+        w(line)
+    w.lines.extend(cw.lines)
+    w()
+    return sizes
+
+
+def combine_name(name: str) -> str:
+    return name.removesuffix("_kernel") + "_combine_kernel"
