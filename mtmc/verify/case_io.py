@@ -77,7 +77,28 @@ def load_inputs(inputs_path: str, device: str, timing_only: bool = False) -> dic
         if fingerprint(case["inputs"]) != case["fingerprint"]:
             raise RuntimeError(f"{task.name}: inputs for seed {case['input_seed']} differ from the "
                                "reference's (get_inputs is not deterministic for a seed); cannot verify")
+        case["inputs"] = _parked(case["inputs"])
     return data
+
+
+# A case's inputs over this many bytes wait in host memory between its calls (`on_device` brings a
+# call's copy over). Generated on the device (the reference's values: the CUDA generator's), then
+# moved. KernelBench level 1's largest inputs are 8-17 GB a case: with three or four cases resident
+# on an H100, plus a call's copy and its outputs, 87_conv_pointwise_2D and 45_Average_Pooling_2D ran
+# the candidate's job out of the GPU's 80 GB.
+PARK_BYTES = 1 << 30
+
+
+def _parked(inputs: list[Any]) -> list[Any]:
+    tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
+    if not tensors or tensors[0].device.type == "cpu" or sum(t.nbytes for t in tensors) <= PARK_BYTES:
+        return inputs
+    return [t.cpu() if isinstance(t, torch.Tensor) else t for t in inputs]
+
+
+def on_device(inputs: list[Any], device: str) -> list[Any]:
+    """The inputs on `device`: parked ones copied over, the others as they are."""
+    return [t.to(device) if isinstance(t, torch.Tensor) else t for t in inputs]
 
 
 def precise_reference() -> None:
@@ -107,9 +128,10 @@ def candidate_model(module: Any, case: dict[str, Any], device: str) -> torch.nn.
     return set_mode(module.ModelNew(*case["init_inputs"]), case.get("mode")).to(device)
 
 
-def fresh_copy(inputs: list[Any]) -> list[Any]:
-    """The inputs with every tensor cloned: the candidate never touches the pristine ones."""
-    return [t.clone() if isinstance(t, torch.Tensor) else t for t in inputs]
+def fresh_copy(inputs: list[Any], device: str | None = None) -> list[Any]:
+    """The inputs with every tensor copied (to `device`, from a parked host copy): the candidate
+    never touches the pristine ones."""
+    return [t.to(device or t.device, copy=True) if isinstance(t, torch.Tensor) else t for t in inputs]
 
 
 @contextlib.contextmanager

@@ -42,6 +42,7 @@ from mtmc.verify.case_io import (
     fingerprint,
     fresh_copy,
     load_inputs,
+    on_device,
     output_kind,
     poison,
     precise_reference,
@@ -197,9 +198,8 @@ def _run_schedule(module: Any, cases: list[dict[str, Any]], schedule: list[int],
             raise
         if index not in reports:
             reports[index] = _first_report(case, run)
-            # Later calls compare with the first on the device while that is cheap; GB-sized outputs
-            # are compared with the first's host copy instead, so that at most one output set
-            # stays on the device however the calls interleave.
+            # Later calls compare with the first on the device while that is cheap; GB-sized outputs with
+            # the first's host copy, so at most one output set stays on the device however calls interleave.
             firsts[index] = run["raw"] if _nbytes(run["raw"]) <= DEVICE_KEPT_BYTES else None
         else:
             _add_repeat(reports[index], firsts[index], run)
@@ -211,7 +211,7 @@ def _run_schedule(module: Any, cases: list[dict[str, Any]], schedule: list[int],
 def _call(model: torch.nn.Module, case: dict[str, Any], device: str, counter: proof.LaunchCounter,
           allowed: frozenset[str]) -> dict[str, Any]:
     """One forward call of a case under the census, with the instruments read before and after."""
-    inputs = fresh_copy(case["inputs"])  # made on the device by load_inputs; never handed out
+    inputs = fresh_copy(case["inputs"], device)  # made by load_inputs, kept or parked; never handed out
     poison(case["out_meta"], device)  # last allocations before the call: its outputs land here
     raw, seen = censused(model, inputs, counter, allowed)
     if device == "cuda":
@@ -269,9 +269,9 @@ def _state_changes(module: Any, cases: list[dict[str, Any]], device: str, forwar
     first, second = pair
     with sized(module, first["sizes"]):
         model = candidate_model(module, first, device)
-        forward(model, fresh_copy(first["inputs"]))
+        forward(model, fresh_copy(first["inputs"], device))
         before = {path: t.detach().clone() for path, t in persistent_tensors(model, module).items()}
-        forward(model, fresh_copy(second["inputs"]))
+        forward(model, fresh_copy(second["inputs"], device))
         after = persistent_tensors(model, module)
     changed = sorted(set(before) ^ set(after))
     kept = set(before) & set(after)
@@ -325,7 +325,7 @@ def _gpu_measurements(result: dict[str, Any], module: Any, data: dict[str, Any],
                       time_it: bool, timing: dict[str, Any], profile_share: bool, clock: _PhaseClock) -> None:
     counter = forward.counter
     model = candidate_model(module, data["cases"][data["timing"]["case"]], "cuda")
-    sets = [data["cases"][i]["inputs"] for i in data["timing"]["sets"]]
+    sets = [on_device(data["cases"][i]["inputs"], "cuda") for i in data["timing"]["sets"]]
 
     def call(inputs: list[Any]) -> list[torch.Tensor]:
         # Under the census like a case's call: its host cost is hidden by the timing's pre-call

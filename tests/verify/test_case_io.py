@@ -124,3 +124,19 @@ def test_op_names_say_whether_a_forward_drew_random_numbers():
     with case_io.OpNames() as seen:
         torch.nn.functional.dropout(torch.ones(3), 0.5, training=True)
     assert seen.seeded
+
+
+def test_a_fresh_copy_is_a_new_tensor_on_the_device_asked_for_with_the_same_values():
+    pristine = [torch.randn(3, 5).t(), 7]  # a non-contiguous tensor and a plain value
+    [copy, seven] = case_io.fresh_copy(pristine, "cpu")
+    assert seven == 7 and torch.equal(copy, pristine[0]) and copy.stride() == pristine[0].stride()
+    copy.zero_()
+    assert pristine[0].abs().sum() > 0  # the candidate's copy shares nothing with the pristine one
+    assert case_io.on_device(pristine, "cpu")[0] is pristine[0]  # already there: no copy
+
+
+def test_inputs_on_the_host_stay_where_they_are_and_small_ones_are_never_parked(monkeypatch):
+    host = [torch.randn(4), 2]
+    assert case_io._parked(host) is host
+    monkeypatch.setattr(case_io, "PARK_BYTES", 0)
+    assert case_io._parked(host) is host  # only device inputs are parked

@@ -105,3 +105,36 @@ def get_init_inputs():
     assert result["convolves"] and 1e-6 < error < 2e-3  # TF32's rounding, within its tolerance
     [floor] = result["expected"][0]["reference_errors"]  # the float64 floor: cuDNN's float64 conv ran
     assert 0 < floor < 1e-6  # the precise fp32 reference's own rounding: no wider tolerance
+
+
+def test_large_inputs_wait_on_the_host_and_each_call_gets_a_device_copy(tmp_path, monkeypatch):
+    """case_io.PARK_BYTES: a case's inputs over it are generated on the device (the reference's
+    values), checked against the reference's fingerprint, then moved to the host; a call's fresh
+    copy and a timing set come back to the device with the same values."""
+    import torch
+
+    from mtmc.tasks import Task
+    from mtmc.verify import case_io
+    from mtmc.verify.child import reference
+
+    source = """
+import torch
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return x * 2
+def get_inputs():
+    return [torch.randn(64, 1000)]
+def get_init_inputs():
+    return []
+"""
+    task = Task(name="parked_inputs", source=source)
+    cases = [{"sizes": {}, "model_seed": 0, "input_seed": 1}]
+    path = str(tmp_path / "inputs.pt")
+    reference(task.name, task.source, cases, "cuda", path, None)
+    kept = case_io.load_inputs(path, "cuda")["cases"][0]["inputs"][0]
+    monkeypatch.setattr(case_io, "PARK_BYTES", 1000)
+    parked = case_io.load_inputs(path, "cuda")["cases"][0]["inputs"][0]
+    assert kept.device.type == "cuda" and parked.device.type == "cpu"
+    [copy] = case_io.fresh_copy([parked], "cuda")
+    assert copy.device.type == "cuda" and torch.equal(copy, kept)
+    assert torch.equal(case_io.on_device([parked], "cuda")[0], kept)
