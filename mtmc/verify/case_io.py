@@ -15,11 +15,16 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from mtmc.tasks.task import Task, set_mode
 from mtmc.verify.correctness import eager_error, reference_error
 
+# The ops eager PyTorch runs on TF32 tensor cores by default (torch.backends.cudnn.allow_tf32):
+# `aten::convolution`, where every conv and transposed conv (1d/2d/3d, module or functional) lands,
+# and `aten::_cudnn_rnn`, where nn.LSTM / nn.GRU / nn.RNN land on a GPU (on an H100 eager's LSTM
+# erred 1.1e-4 against TF32 off on KernelBench 36_LSTMHn: benchmarks/probes/2026-11-26-rnn).
+EAGER_TF32_OPS = frozenset({"aten::convolution", "aten::_cudnn_rnn"})
+
 
 class OpNames(TorchDispatchMode):
-    """The aten ops a forward runs. `aten::convolution` is where every conv and transposed conv
-    (1d/2d/3d, module or functional) lands, the op cuDNN runs on TF32 by default. `seeded`: some op
-    drew random numbers (PyTorch tags those ops `nondeterministic_seeded`: randn, dropout, ...)."""
+    """The aten ops a forward runs (see EAGER_TF32_OPS). `seeded`: some op drew random numbers
+    (PyTorch tags those ops `nondeterministic_seeded`: randn, dropout, ...)."""
 
     def __init__(self) -> None:
         super().__init__()

@@ -33,11 +33,11 @@ import torch
 from mtmc.tasks.task import Task
 from mtmc.verify import proof
 from mtmc.verify.case_io import (
+    EAGER_TF32_OPS,
     OpNames,
     as_list,
     candidate_model,
     case_inputs,
-    default_backend_flags,
     eager_errors,
     fingerprint,
     fresh_copy,
@@ -57,9 +57,6 @@ from mtmc.verify.policy import allowed_aten
 from mtmc.verify.timing import TimingOptions, time_calls
 from mtmc.verify.trusted_jobs import baseline, probe
 
-# Their names from before case_io.py was split out, which the verifier's tests still use.
-_default_backend_flags, _forward = default_backend_flags, run_forward
-
 DEVICE_KEPT_BYTES = 256 * 2**20  # first outputs up to this size stay on the device for the repeats
 
 
@@ -72,18 +69,18 @@ def reference(task_name: str, task_source: str, cases: list[dict[str, Any]], dev
     precise_reference()
     task = Task(name=task_name, source=task_source)
     saved_cases, expected, all_inputs = [], [], []
-    convolves = seeded = False
+    eager_tf32 = seeded = False
     for index, case in enumerate(cases):
         model = reference_model(task, case, device)
         inputs = case_inputs(task, case, device)
         if index == 0:
             with OpNames() as seen:
                 raw = run_forward(model, inputs)
-            convolves, seeded = "aten::convolution" in seen.names, seen.seeded
+            eager_tf32, seeded = bool(seen.names & EAGER_TF32_OPS), seen.seeded
         else:
             raw = run_forward(model, inputs)
         outputs = as_list(raw)
-        on_tf32 = convolves and device == "cuda"  # only there eager and the reference differ
+        on_tf32 = eager_tf32 and device == "cuda"  # only there eager and the reference differ
         errors = eager_errors(model, inputs, outputs) if on_tf32 else [0.0] * len(outputs)
         floors = reference_errors(model, inputs, outputs) if not seeded else [0.0] * len(outputs)  # no twin
         expected.append({"kind": output_kind(raw), "outputs": [o.detach().cpu() for o in outputs],
@@ -103,7 +100,7 @@ def reference(task_name: str, task_source: str, cases: list[dict[str, Any]], dev
     # (GPU-sized inputs are GBs; writing and reading them back cost more than the verdict itself).
     torch.save({"task_name": task_name, "task_source": task_source, "cases": saved_cases, "timing": timing},
                inputs_path)
-    return {"expected": expected, "timing_expected": timing_expected, "convolves": convolves}
+    return {"expected": expected, "timing_expected": timing_expected, "eager_tf32": eager_tf32}
 
 
 def _unless_same(outputs: list[torch.Tensor], case_outputs: list[torch.Tensor]) -> list[torch.Tensor] | None:

@@ -102,11 +102,11 @@ class Tolerance:
     rtol: float
 
 
-def eager_precision(meta: dict[str, Any], reference_convolves: bool) -> dict[str, Any]:
-    """The task's metadata with "tf32" among its precisions when its reference computes a
-    convolution, which eager PyTorch runs on TF32 (see the module docstring)."""
+def eager_precision(meta: dict[str, Any], eager_tf32: bool) -> dict[str, Any]:
+    """The task's metadata with "tf32" among its precisions when its reference runs an op eager
+    PyTorch runs on TF32, a convolution or a cuDNN RNN (case_io.EAGER_TF32_OPS; module docstring)."""
     precisions = tuple(meta.get("precision", ()))
-    if not reference_convolves or "tf32" in precisions:
+    if not eager_tf32 or "tf32" in precisions:
         return meta
     return {**meta, "precision": [*precisions, "tf32"]}
 

@@ -55,7 +55,7 @@ from mtmc.verify.static import StaticReport, check_source
 from mtmc.verify.verdict import Status, Verdict
 from mtmc.verify.worker_pool import WorkerPool
 
-VERIFIER_VERSION = "2.1"  # bump whenever a change can flip a verdict: cached verdicts expire
+VERIFIER_VERSION = "2.2"  # bump whenever a change can flip a verdict: cached verdicts expire
 INTERPRETER_DEVICE = "cpu (triton interpreter)"
 REFERENCES_KEPT = 8  # tasks whose reference outputs stay in memory (mapped from RAM-backed files)...
 REFERENCE_BYTES_KEPT = 16 * 2**30  # ...as long as they fit in this; the latest is always kept
@@ -308,7 +308,7 @@ class Engine:
             raise VerifierError(f"{task.where}: running the reference failed ({outcome.status} "
                                 f"{outcome.detail}):\n{outcome.log_tail}")
         return Reference(cases, result["expected"], result["timing_expected"], inputs_path, timing_sets,
-                         convolves=result["convolves"])
+                         eager_tf32=result["eager_tf32"])
 
     def _seeds(self, size_index: int) -> int:
         # GPU sizes are GBs of outputs per case: the first size gets every seed (its cases are also

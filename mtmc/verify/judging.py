@@ -29,7 +29,7 @@ class Reference:
     inputs_path: str
     timing_sets: list[int] | None = None  # the cases whose inputs are timed (on a GPU: the first size's)
     flags: list[str] = field(default_factory=list)  # what every verdict on this reference carries
-    convolves: bool = False  # the reference computes a convolution: eager runs it on TF32 (correctness.py)
+    eager_tf32: bool = False  # the reference runs a convolution or a cuDNN RNN, which eager runs on TF32
 
     @property
     def nbytes(self) -> int:
@@ -99,7 +99,7 @@ def judge_correctness(task: Task, report: StaticReport, reference: Reference, re
                       verdict: Verdict, device_type: str) -> Verdict:
     """Every case against the reference, then its repeats against its first call (the worst
     errors and every flag recorded); the message counts what was checked."""
-    meta = eager_precision(task.meta, reference.convolves)
+    meta = eager_precision(task.meta, reference.eager_tf32)
     worst = Comparison(True)
     flags: list[str] = []
     for case, expected, got in zip(reference.cases, reference.expected, result["cases"], strict=True):
@@ -174,7 +174,7 @@ def timing_outputs_problem(task: Task, reference: Reference, result: dict[str, A
             continue
         ref = reference.expected[i]["outputs"] if ref is None else ref
         out = result["cases"][i]["outputs"] if out is None else out
-        meta = eager_precision(task.meta, reference.convolves)
+        meta = eager_precision(task.meta, reference.eager_tf32)
         # eager's error and the float64 floor on the same inputs (under the case's own weights: the
         # closest measured)
         measured = reference.expected[i]

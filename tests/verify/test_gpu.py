@@ -102,7 +102,7 @@ def get_init_inputs():
     cases = [{"sizes": {}, "model_seed": 0, "input_seed": 1}]
     result = reference(task.name, task.source, cases, "cuda", str(tmp_path / "inputs.pt"), None)
     [error] = result["expected"][0]["eager_errors"]
-    assert result["convolves"] and 1e-6 < error < 2e-3  # TF32's rounding, within its tolerance
+    assert result["eager_tf32"] and 1e-6 < error < 2e-3  # TF32's rounding, within its tolerance
     [floor] = result["expected"][0]["reference_errors"]  # the float64 floor: cuDNN's float64 conv ran
     assert 0 < floor < 1e-6  # the precise fp32 reference's own rounding: no wider tolerance
 
@@ -138,3 +138,29 @@ def get_init_inputs():
     [copy] = case_io.fresh_copy([parked], "cuda")
     assert copy.device.type == "cuda" and torch.equal(copy, kept)
     assert torch.equal(case_io.on_device([parked], "cuda")[0], kept)
+
+
+def test_a_cudnn_lstm_is_held_to_the_tf32_tolerance_as_eager_runs_it(tmp_path):
+    """nn.LSTM lands on aten::_cudnn_rnn on a GPU, which eager runs on TF32 (case_io.EAGER_TF32_OPS):
+    the reference job says so and records eager's error, as for a convolution."""
+    from mtmc.tasks import Task
+    from mtmc.verify.child import reference
+
+    source = '''
+import torch
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = torch.nn.LSTM(64, 128, batch_first=True)
+    def forward(self, x):
+        return self.lstm(x)[0]
+def get_inputs():
+    return [torch.randn(8, 50, 64)]
+def get_init_inputs():
+    return []
+'''
+    task = Task(name="lstm_eager_error", source=source)
+    cases = [{"sizes": {}, "model_seed": 0, "input_seed": 1}]
+    result = reference(task.name, task.source, cases, "cuda", str(tmp_path / "inputs.pt"), None)
+    [error] = result["expected"][0]["eager_errors"]
+    assert result["eager_tf32"] and 1e-6 < error < 2e-3
