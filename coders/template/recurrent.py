@@ -34,8 +34,12 @@ GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
 # a tl.dot needs blocks of at least 16: BLOCK_B covers the batch, BLOCK rows of the hidden state per
 # product (per program in the "host" form), BLOCK_K the hidden state read per step of the product
 # with W_hh. time_loop: "kernel" loops over the time steps inside one launch, "host" launches a
-# kernel per step (emit/recurrent.py)
-RECURRENT_CONFIG = {"BLOCK_B": 16, "BLOCK": 32, "BLOCK_K": 32, "num_warps": 4, "precision": "ieee",
+# kernel per step (emit/recurrent.py). fp32 products run on TF32 as eager's cuDNN RNN does by default
+# (torch.backends.cudnn.allow_tf32; the verifier holds such a task to TF32's tolerance). On an H100,
+# KernelBench 36_LSTMHn ran 83 ms with these (eager cuDNN 34 ms); the time loop in the kernel took
+# 895 ms with strict fp32 products and 32-row blocks, the per-step launches 118 ms
+# (benchmarks/probes/2026-11-26-rnn/h100-rnn.json).
+RECURRENT_CONFIG = {"BLOCK_B": 16, "BLOCK": 64, "BLOCK_K": 32, "num_warps": 8, "precision": "tf32",
                     "time_loop": "kernel"}
 ROLES = ("gx", "whh", "bhh", "h0", "c0")
 OUTPUTS = ("y", "h_n", "c_n")

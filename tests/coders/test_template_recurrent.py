@@ -15,7 +15,7 @@ from coders.template import TemplateCoder
 from coders.template.emit.module import generate
 from coders.template.ir import ProgramIR
 from mtmc.program import Program
-from mtmc.strategies import PORT
+from mtmc.strategies import PORT, Strategy
 from mtmc.tasks import Task
 from tests.coders.test_template import check, import_program, task_from_source
 
@@ -96,8 +96,9 @@ def test_both_forms_match_pytorch(name, tmp_path):
     program = coder.apply(task, None, PORT)
     assert "tl.debug_barrier()" in program.source and "for _step in range" not in program.source
     check(task, program, tmp_path, tag="kernel")
-    check(task, configured(task, program, BLOCK=16, BLOCK_K=16), tmp_path, tag="kernel16")
-    host = configured(task, program, BLOCK=16, BLOCK_K=16, time_loop="host")
+    # strict fp32 products, so the fp32 tolerance holds (the port's TF32 is checked at TF32's)
+    check(task, configured(task, program, BLOCK=16, BLOCK_K=16, precision="ieee"), tmp_path, tag="kernel16")
+    host = configured(task, program, BLOCK=16, BLOCK_K=16, time_loop="host", precision="ieee")
     assert "for _step in range" in host.source
     check(task, host, tmp_path, tag="host16")
 
@@ -139,3 +140,21 @@ def test_the_kernel_loop_launches_once_per_layer(name, layers, tmp_path):
     for steps in (1, 6):
         assert recurrent_launches(task, program, tmp_path, f"k{steps}", steps) == layers
         assert recurrent_launches(task, host, tmp_path, f"h{steps}", steps) == layers * steps
+
+
+def test_fp32_layers_start_on_tf32_as_eager_cudnn_does_and_take_the_precision_steps(tmp_path):
+    """cuDNN runs fp32 RNNs on TF32 by default (steps.tf32_allowed), so the port's recurrent kernels
+    do too, in the time loop inside one launch; the precision steps lead back to strict fp32."""
+    task = case_task(tmp_path, "gru_bidirectional_state")
+    assert "tf32" not in task.precisions
+    program = coder.apply(task, None, PORT)
+    ir = ProgramIR.from_dict(program.metadata["template_ir"])
+    layers = [k for k in ir.kernels() if k.kind == "recurrent"]
+    assert len(layers) == 2
+    assert all((k.config["precision"], k.config["time_loop"]) == ("tf32", "kernel") for k in layers)
+    assert 'input_precision="tf32"' in program.source
+    legal = coder.legal_strategies(task, program)
+    assert {Strategy.parse("precision ieee"), Strategy.parse("precision tf32x3")} <= set(legal)
+    strict = coder.apply(task, program, Strategy.parse("precision ieee"))
+    assert 'input_precision="ieee"' in strict.source and 'input_precision="tf32"' not in strict.source
+    check(task, strict, tmp_path, tag="strict")

@@ -36,7 +36,7 @@ def apply(ir: ProgramIR, task: Task, strategy: Strategy) -> ProgramIR:
     new = copy.deepcopy(ir)
     if kind == "precision":
         dots = dot_kernels(new)
-        _require(bool(dots), "precision applies to matmul/conv/attention kernels with fp32 operands")
+        _require(bool(dots), "precision applies to fp32 dot kernels (matmul, conv, attention, recurrent)")
         if strategy.value == "tf32":  # the kernels that may not take it keep their precision
             dots = [k for k in dots if tf32_allowed(task, k)]
             _require(bool(dots), "the task does not allow tf32 (convolutions take it by default)")

@@ -128,22 +128,25 @@ def is_column(kernel: Kernel) -> bool:
 
 
 def _fp32_operands(ir: ProgramIR, kernel: Kernel) -> bool:
+    if kernel.kind == "recurrent":  # its dots multiply the state by W_hh, both in the layer's dtype
+        return kernel.space["dtype"] == "float32"
     keys = {"matmul": ("a", "b"), "conv": ("input", "weight"), "conv_transpose": ("input", "weight")}
     keys = keys.get(kernel.kind, ("q", "k", "v"))
     return all(ir.values[kernel.space[k]]["dtype"] == "float32" for k in keys if kernel.space[k] is not None)
 
 
 def dot_kernels(ir: ProgramIR) -> list[Kernel]:
-    """The kernels whose dots read fp32 operands: what a `precision` step changes."""
-    return [k for k in ir.kernels() if uses_dot(k) and _fp32_operands(ir, k)]
+    """The kernels whose dots read fp32 operands: what a `precision` step changes (a recurrent
+    layer's dots too, though its time loop is not a tile loop the other steps tune)."""
+    return [k for k in ir.kernels() if (uses_dot(k) or k.kind == "recurrent") and _fp32_operands(ir, k)]
 
 
-TF32_BY_DEFAULT = ("conv", "conv_transpose")  # eager PyTorch runs these on TF32 (cuDNN's default)
+TF32_BY_DEFAULT = ("conv", "conv_transpose", "recurrent")  # eager runs these on TF32 (cuDNN's default)
 
 
 def tf32_allowed(task: Task, kernel: Kernel) -> bool:
-    """fp32 precision follows eager PyTorch on the same GPU: cuDNN runs fp32 convolutions on TF32
-    tensor cores by default (torch.backends.cudnn.allow_tf32 is True), so a convolution kernel may
+    """fp32 precision follows eager PyTorch on the same GPU: cuDNN runs fp32 convolutions and RNNs on
+    TF32 tensor cores by default (torch.backends.cudnn.allow_tf32 is True), so those kernels may
     too; matmuls run strict fp32 (torch.backends.cuda.matmul.allow_tf32 is False), so a matmul or
     attention kernel uses TF32 only where the task allows it (MTMC["precision"])."""
     return kernel.kind in TF32_BY_DEFAULT or "tf32" in task.precisions
