@@ -139,9 +139,10 @@ def port_config(form: str, dtype: torch.dtype, out_per_group: int, in_per_group:
     return config
 
 
-# A channels-last conv rounds its TF32 operands to nearest in the launcher's copies, at no cost in
-# the kernel (emit/conv_pack.py). The others (the flat loop on NC*, conv_transpose) would round in the
-# kernel, at 1.35-1.45x its time (KernelBench level 1, 55 / 62 / 67 on an H100), so they truncate,
+# A channels-last conv or transposed conv rounds its TF32 operands to nearest in the launcher's copies,
+# at no cost in the kernel (emit/conv_pack.py). The flat loop on NC* (few channels per group, 1x1)
+# would round in the kernel, at 1.35-1.45x its time (KernelBench level 1, 55 / 62 / 67 on an H100;
+# a rounding copy of a 1x1 conv's input would cost a pass as large as the conv's), so it truncates,
 # unless a program has this many TF32 convolutions: truncation's error, ~2.3x eager cuDNN's per conv,
 # passes the TF32 tolerance on one conv but not through a deep network (on an H100, 10_ResNet101,
 # 20_MobileNetV2 and 26_ShuffleNet of KernelBench level 3 were rejected at 2-3x eager's own error).

@@ -121,6 +121,9 @@ def lower_conv_transpose(graph, ir: ProgramIR, node, body) -> Kernel:
     config["BLOCK_M"] = min(256, max(config["BLOCK_M"], area // config["BLOCK_N"]))
     if dtype == "float32":
         config["precision"] = "tf32"  # eager's cuDNN runs fp32 transposed convs on TF32 too (emit docstring)
+        # read from a channels-last copy that rounds to TF32 as cuDNN does (emit/conv_pack.py), as the
+        # forward conv's taps loop does; not yet timed on a GPU for transposed convs
+        config["channels_last"] = config["tf32_round"] = True
     return Kernel(name=node.name, kind="conv_transpose", space=space, operands=body.operands,
                   body=body.ops, outputs=[output], config=config)
 

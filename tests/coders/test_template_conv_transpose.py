@@ -22,6 +22,7 @@ from mtmc.strategies import PORT, Strategy
 from mtmc.tasks import Task, load_task
 from mtmc.tasks.summary import summarize
 from tests.coders.test_template import check, check_module, import_program
+from tests.coders.test_template_conv import tf32_nearest
 
 TASKS = Path(__file__).parent / "tasks" / "conv_transpose"
 coder = TemplateCoder()
@@ -47,6 +48,20 @@ def modules(tmp_path_factory) -> dict:
         folder = tmp_path_factory.mktemp(name)
         out[name] = (task, program, import_program(program.source, folder, name),
                      import_program(generate(task, ir), folder, f"{name}_plain"))
+    return out
+
+
+@pytest.fixture(scope="module")
+def nc_modules(tmp_path_factory) -> dict:
+    """name -> imported port read from NC* (config channels_last False: no copy, dots truncate)."""
+    out = {}
+    for name in ("conv_transpose_1d", "conv_transpose_2d", "conv_transpose_3d"):
+        task = task_named(name)
+        ir = ProgramIR.from_dict(coder.apply(task, None, PORT).metadata["template_ir"])
+        ir.kernels()[0].config.update(channels_last=False, tf32_round=False)
+        source = generate(task, ir)
+        assert "_tf32_pack" not in source and "_x = " not in source
+        out[name] = import_program(source, tmp_path_factory.mktemp(name), f"{name}_nc")
     return out
 
 
@@ -83,6 +98,38 @@ def test_port_matches_pytorch_over_the_geometry(name, case, modules):
     """The port's stride-phase form: each program runs over one phase's pixels and live taps."""
     task, _, module, _ = modules[name]
     check_module(task, module, [{**task.sizes("cpu")[0], **case}])
+
+
+@pytest.mark.parametrize("name, case", [(n, c) for n, cases in CASES.items() for c in cases],
+                         ids=lambda v: v if isinstance(v, str) else "-".join(map(str, v.values())))
+def test_the_nc_layout_form_matches_pytorch_over_the_geometry(name, case, nc_modules):
+    """The input read where it lies (NC*, config channels_last False), as before the port's copy."""
+    task = task_named(name)
+    check_module(task, nc_modules[name], [{**task.sizes("cpu")[0], **case}])
+
+
+def test_the_port_reads_a_channels_last_copy_rounded_to_tf32_as_cudnn_does(modules, tmp_path):
+    """fp32: input and weight are copied once per call, channels last and rounded to TF32 to nearest
+    (emit/conv_pack.py), so the truncating dot computes the transposed conv of the rounded operands."""
+    task, program, module, _ = modules["conv_transpose_2d"]
+    assert program.source.count("= _tf32_pack(") == 2 and "+ 0x1000) & 0xFFFFE000" in program.source
+    sizes = {**task.sizes("cpu")[0], **CASES["conv_transpose_2d"][0]}
+    for key, value in sizes.items():
+        setattr(module, key, value)
+    reference = task.make_model(seed=0, sizes=sizes)
+    candidate = module.ModelNew(*task.init_inputs(sizes))
+    candidate.load_state_dict(reference.state_dict())
+    (x,) = task.make_inputs(seed=1, sizes=sizes)
+    conv = next(m for m in reference.modules() if isinstance(m, torch.nn.ConvTranspose2d))
+    with torch.no_grad():
+        got = candidate(x).double()
+        rounded = torch.nn.functional.conv_transpose2d(
+            tf32_nearest(x).double(), tf32_nearest(conv.weight).double(),
+            None if conv.bias is None else conv.bias.double(), conv.stride, conv.padding, conv.output_padding,
+            conv.groups, conv.dilation)
+        plain = reference(x).double()
+    assert (got - rounded).abs().max() < 1e-5
+    assert (got - plain).abs().max() > 1e-4  # the rounding happened
 
 
 @pytest.mark.parametrize("name, case", [("conv_transpose_2d", c) for c in CASES["conv_transpose_2d"]] +

@@ -71,7 +71,7 @@ def check(kernel: Kernel) -> None:
         raise FusionError("a conv kernel writes whole outputs only")
 
 
-def _precision(kernel: Kernel) -> str:
+def precision(kernel: Kernel) -> str:
     return kernel.config.get("precision", "ieee")
 
 
@@ -138,13 +138,23 @@ def channels_last(kernel: Kernel) -> bool:
 
 def rounds_tf32(kernel: Kernel) -> bool:
     """A TF32 dot's operands are rounded to nearest first, as cuDNN does (module docstring)."""
-    return _precision(kernel) == "tf32" and kernel.space.get("dtype") == "float32" and \
+    return precision(kernel) == "tf32" and kernel.space.get("dtype") == "float32" and \
         bool(kernel.config.get("tf32_round", False))
 
 
 def rounds_in_pack(kernel: Kernel) -> bool:
-    """The launcher's channels-last copy rounds both operands (emit/conv_pack.py), not the kernel."""
+    """The launcher's channels-last copy rounds both operands (emit/conv_pack.py), not the kernel;
+    a transposed conv's "channels_last" is its own (emit/conv_transpose.py)."""
+    if kernel.kind == "conv_transpose":
+        return rounds_tf32(kernel) and transpose_channels_last(kernel)
     return kernel.kind == "conv" and rounds_tf32(kernel) and channels_last(kernel)
+
+
+def transpose_channels_last(kernel: Kernel) -> bool:
+    """A transposed conv reads a channels-last copy of its input (config "channels_last"), unless its
+    epilogue reads the input too: that operand shares the input's pointer (emit/conv_transpose.py)."""
+    x = kernel.space["input"]
+    return bool(kernel.config.get("channels_last")) and all(o.value != x for o in kernel.operands)
 
 
 def round_tf32_operands(w: Writer, kernel: Kernel) -> None:
@@ -172,7 +182,7 @@ def _group_pointers(w: Writer, kernel: Kernel) -> None:
 
 def _dot(w: Writer, kernel: Kernel) -> None:
     round_tf32_operands(w, kernel)
-    w(f'acc = tl.dot(a, tl.trans(b), acc, input_precision="{_precision(kernel)}")')
+    w(f'acc = tl.dot(a, tl.trans(b), acc, input_precision="{precision(kernel)}")')
 
 
 def _k_loop_taps(w: Writer, kernel: Kernel) -> None:

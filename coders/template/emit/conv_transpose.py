@@ -20,8 +20,13 @@ stores are contiguous along M) masks them row by row.
 Precision: fp32 operands port with "tf32" dots, as eager's cuDNN runs fp32 transposed convolutions
 by default (torch.backends.cudnn.allow_tf32; the verifier judges a task whose reference convolves
 with the TF32 tolerance, as for the forward conv in conv_lower.py); the `precision` step moves them to
-tf32x3 (three TF32 products, about fp32 accuracy) or ieee (fp32 FMAs). 16-bit operands go to the
-tensor cores as they are; the accumulator is fp32 in every case and the output takes the input's dtype.
+tf32x3 (three TF32 products, about fp32 accuracy) or ieee (fp32 FMAs). The fp32 port reads a
+channels-last copy of the input (config "channels_last": a tile row's channel block is one vector),
+made with the weight's K-major copy by one Triton pass each that also rounds to TF32 to nearest as
+cuDNN does (emit/conv_pack.py), so the truncating dot computes cuDNN's products; with
+channels_last off the kernel reads NC* and rounds only with tf32_round, in its tiles. 16-bit
+operands go to the tensor cores as they are; the accumulator is fp32 in every case and the output
+takes the input's dtype.
 
 Every size (batch, channels, spatial sizes, kernel sizes) and the geometry (stride, padding,
 output_padding, dilation, groups) are read at run time, so one program runs at every task size.
@@ -49,8 +54,10 @@ def epilogue_axes(kernel: Kernel) -> list[Axis]:
             Axis(spatial, "rs", "S_out", "m_mask")]
 
 
-def _precision(kernel: Kernel) -> str:
-    return kernel.config.get("precision", "ieee")
+def channels_last(kernel: Kernel) -> bool:
+    """The kernel reads a channels-last copy of the input (config "channels_last"): a tile row's
+    channel block is one contiguous vector, where NC* strides the channels by a plane."""
+    return conv.transpose_channels_last(kernel)
 
 
 def _input_values(kernel: Kernel) -> tuple[str, str]:
@@ -116,10 +123,15 @@ def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
         _phase_rows(w, d)
     else:
         _plain_rows(w, d)
-    w("x_rows = (batch.to(tl.int64) * C_in + pid_g * cin_g) * S_in")
+    if channels_last(kernel):
+        w("x_rows = batch.to(tl.int64) * S_in * C_in + pid_g * cin_g  # channels last: (N, *S_in, C_in)")
+    else:
+        w("x_rows = (batch.to(tl.int64) * C_in + pid_g * cin_g) * S_in")
     w(f"n_taps = {' * '.join(f'ks{j}' for j in range(d))}")
-    w("# the weight comes as (groups, C_out/groups, taps, C_in/groups): this group's block")
+    w("# the weight comes as (groups, C_out/groups, taps, C_in/groups): this group's block, and each")
+    w("# column's row of it (its output channel's taps x channels)")
     w("w_group = pid_g.to(tl.int64) * n_taps * cin_g * cout_g")
+    w("w_cols = w_group + offs_n * n_taps * cin_g")
     w("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)")
     w("for tap in range(0, n_taps):")
     w.indent()
@@ -197,19 +209,19 @@ def _channel_loop(w: Writer, kernel: Kernel, d: int) -> None:
     pixel = "i0"
     for j in range(1, d):
         pixel = f"({pixel}) * in{j} + i{j}" if j > 1 else f"{pixel} * in{j} + i{j}"
-    w(f"a_rows = x_rows + {pixel}")
+    w(f"a_rows = x_rows + ({pixel}) * C_in" if channels_last(kernel) else f"a_rows = x_rows + {pixel}")
     w("for c0 in range(0, cin_g, BLOCK_K):")
     w.indent()
     w("ci = c0 + offs_k")
     w("k_in = ci < cin_g")
-    w(f"a = tl.load({ptr(x)} + a_rows[:, None] + (ci * S_in)[None, :],")
+    channel = "ci" if channels_last(kernel) else "ci * S_in"
+    w(f"a = tl.load({ptr(x)} + a_rows[:, None] + ({channel})[None, :],")
     w("            mask=hit[:, None] & k_in[None, :], other=0.0)")
     w("# a [BLOCK_N, BLOCK_K] tile along K (the layout TF32 tensor-core dots read), transposed in the dot")
-    w("b_cols = w_group + tap * cin_g + ci")
-    w(f"b = tl.load({ptr(wt)} + (offs_n * n_taps * cin_g)[:, None] + b_cols[None, :],")
+    w(f"b = tl.load({ptr(wt)} + w_cols[:, None] + (tap * cin_g + ci)[None, :],")
     w("            mask=n_in[:, None] & k_in[None, :], other=0.0)")
     conv.round_tf32_operands(w, kernel)
-    w(f'acc = tl.dot(a, tl.trans(b), acc, input_precision="{_precision(kernel)}")')
+    w(f'acc = tl.dot(a, tl.trans(b), acc, input_precision="{conv.precision(kernel)}")')
     w.dedent()
 
 
@@ -238,10 +250,7 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
     w(f"_out = tuple(({x}.shape[2 + j] - 1) * _stride[j] - 2 * _padding[j]")
     w(f"             + _dilation[j] * ({wt}.shape[2 + j] - 1) + _output_padding[j] + 1 for j in range({d}))")
     w(f"_cout_g = {wt}.shape[1]")
-    w("# the weight as (groups, C_out/groups, taps, C_in/groups): a tile of it is contiguous along K,")
-    w("# the order TF32 tensor-core dots read (emit/conv.py); one small copy per call")
-    w(f"_w = {wt}.view(_groups, {wt}.shape[0] // _groups, _cout_g, -1)")
-    w("_w = _w.permute(0, 2, 3, 1).contiguous()")
+    _layouts(w, kernel, x, wt, d)
     for out in kernel.outputs:  # the conv's own result and each fused op's that is read later: all whole
         shape = f"({x}.shape[0], _cout_g * _groups) + _out"
         w(f"{out.value} = {output_alloc(shape, out.dtype, f'{x}.device')}")
@@ -257,7 +266,8 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
     for o in kernel.operands:
         if o.value not in (x, wt) and o.value not in operands:
             operands.append(o.value)
-    args = [x, "_w", *operands, *[o.value for o in kernel.outputs], "_m", f"{x}.shape[1]",
+    source = "_x" if channels_last(kernel) else x
+    args = [source, "_w", *operands, *[o.value for o in kernel.outputs], "_m", f"{x}.shape[1]",
             f"{x}.shape[1] // _groups", "_cout_g", "_cout_g * _groups", f"math.prod({x}.shape[2:])",
             "_s_out", f"*{x}.shape[2:]", "*_out", f"*{wt}.shape[2:]", "*_stride", "*_padding",
             "*_dilation"]
@@ -274,6 +284,23 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
     launcher.finish(w)
     w.dedent()
     w()
+
+
+def _layouts(w: Writer, kernel: Kernel, x: str, wt: str, d: int) -> None:
+    """The weight as (groups, C_out/groups, taps, C_in/groups), and the input channels last if so
+    configured: both rounded to TF32 in the copy where the kernel's dots take TF32 values as cuDNN
+    does (emit/conv_pack.py)."""
+    w("# the weight as (groups, C_out/groups, taps, C_in/groups): a tile of it is contiguous along K,")
+    w("# the order TF32 tensor-core dots read (emit/conv.py); one small copy per call")
+    if conv.rounds_in_pack(kernel):
+        w(f"_w = _tf32_pack({wt}.view(_groups, {wt}.shape[0] // _groups, -1))")
+        w(f"_x = _tf32_pack({x})  # channels last, rounded to TF32 as cuDNN does")
+        return
+    w(f"_w = {wt}.view(_groups, {wt}.shape[0] // _groups, _cout_g, -1)")
+    w("_w = _w.permute(0, 2, 3, 1).contiguous()")
+    if channels_last(kernel):
+        order = ", ".join(str(j) for j in range(2, d + 2))
+        w(f"_x = {x}.permute(0, {order}, 1).contiguous()  # channels last")
 
 
 def tuning_space(kernel: Kernel) -> list[dict]:
