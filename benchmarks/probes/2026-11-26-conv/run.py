@@ -50,21 +50,22 @@ VARIANTS = [
 ]
 
 DIRECT_KEYS = ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages")
+CONV_KINDS = ("conv", "conv_transpose")  # a transposed conv takes the same keys but k_loop
 
 
 def configure(ir: ProgramIR, overrides: dict[str, Any]) -> tuple[ProgramIR, list[dict]]:
-    """A copy of `ir` with the overrides on every conv kernel (on a direct-form kernel, only those
-    it has: tiles, warps, stages); the conv kernels' configs."""
+    """A copy of `ir` with the overrides on every conv and transposed-conv kernel (on a direct-form
+    kernel, only those it has: tiles, warps, stages); their configs."""
     ir = ProgramIR.from_dict(ir.to_dict())
-    convs = [k for k in ir.kernels() if k.kind == "conv"]
+    convs = [k for k in ir.kernels() if k.kind in CONV_KINDS]
     for kernel in convs:
-        direct = kernel.space["form"] == "direct"
+        direct = kernel.space.get("form") == "direct"
         kernel.config.update({k: v for k, v in overrides.items() if not direct or k in DIRECT_KEYS})
         kernel.config.pop("autotune", None)
         fits = steps.smem_bytes(ir, kernel) <= steps.SMEM_BYTES
         if not fits:
             raise ValueError(f"tiles need {steps.smem_bytes(ir, kernel)} B of shared memory")
-    configs = [dict(k.config, form=k.space["form"]) for k in ir.kernels() if k.kind == "conv"]
+    configs = [dict(k.config, form=k.space.get("form", "transpose")) for k in convs]
     return ir, configs
 
 
