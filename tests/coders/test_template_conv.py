@@ -144,13 +144,8 @@ def test_tf32_round_rounds_both_operands_to_nearest_before_the_dot(channels_last
                          BLOCK_K=16, precision="tf32", tf32_round=True)
     packs = program.source.count("= _tf32_pack(")
     assert (packs, program.source.count("+ 0x1000) & 0xFFFFE000")) == ((2, 1) if channels_last else (0, 2))
-    module = import_program(program.source, tmp_path, "round")
-    for key, value in sizes.items():
-        setattr(module, key, value)
-    reference = task.make_model(seed=0, sizes=sizes)
-    candidate = module.ModelNew(*task.init_inputs(sizes))
-    candidate.load_state_dict(reference.state_dict())
-    (x,) = task.make_inputs(seed=1, sizes=sizes)
+    reference, candidate, x = reference_and_candidate(task, import_program(program.source, tmp_path, "round"),
+                                                      sizes)
     with torch.no_grad():
         got = candidate(x).double()
         conv = reference.conv
@@ -159,6 +154,17 @@ def test_tf32_round_rounds_both_operands_to_nearest_before_the_dot(channels_last
         plain = reference(x).double()
     assert (got - rounded).abs().max() < 1e-5
     assert (got - plain).abs().max() > 1e-4  # the rounding happened
+
+
+def reference_and_candidate(task: Task, module, sizes: dict) -> tuple:
+    """The task's model, the program's ModelNew with its weights, and the one input, at `sizes`."""
+    for key, value in sizes.items():
+        setattr(module, key, value)
+    reference = task.make_model(seed=0, sizes=sizes)
+    candidate = module.ModelNew(*task.init_inputs(sizes))
+    candidate.load_state_dict(reference.state_dict())
+    (x,) = task.make_inputs(seed=1, sizes=sizes)
+    return reference, candidate, x
 
 
 def tf32_nearest(t: torch.Tensor) -> torch.Tensor:

@@ -22,7 +22,7 @@ from mtmc.strategies import PORT, Strategy
 from mtmc.tasks import Task, load_task
 from mtmc.tasks.summary import summarize
 from tests.coders.test_template import check, check_module, import_program
-from tests.coders.test_template_conv import tf32_nearest
+from tests.coders.test_template_conv import reference_and_candidate, tf32_nearest
 
 TASKS = Path(__file__).parent / "tasks" / "conv_transpose"
 coder = TemplateCoder()
@@ -114,12 +114,7 @@ def test_the_port_reads_a_channels_last_copy_rounded_to_tf32_as_cudnn_does(modul
     task, program, module, _ = modules["conv_transpose_2d"]
     assert program.source.count("= _tf32_pack(") == 2 and "+ 0x1000) & 0xFFFFE000" in program.source
     sizes = {**task.sizes("cpu")[0], **CASES["conv_transpose_2d"][0]}
-    for key, value in sizes.items():
-        setattr(module, key, value)
-    reference = task.make_model(seed=0, sizes=sizes)
-    candidate = module.ModelNew(*task.init_inputs(sizes))
-    candidate.load_state_dict(reference.state_dict())
-    (x,) = task.make_inputs(seed=1, sizes=sizes)
+    reference, candidate, x = reference_and_candidate(task, module, sizes)
     conv = next(m for m in reference.modules() if isinstance(m, torch.nn.ConvTranspose2d))
     with torch.no_grad():
         got = candidate(x).double()
