@@ -79,7 +79,7 @@ from typing import Any
 
 import torch
 
-from mtmc.verify.tensor_compare import compare_values
+from mtmc.verify.tensor_compare import compare_values, float_chunks
 
 DEFAULT_TOLERANCE: dict[torch.dtype, tuple[float, float]] = {  # dtype -> (atol, rtol)
     torch.float64: (1e-7, 1e-7),
@@ -163,11 +163,9 @@ def _error_and_scale(ref: torch.Tensor, other: torch.Tensor, chunk: int) -> tupl
 
 def _finite_chunks(ref: torch.Tensor, eager: torch.Tensor, chunk: int) -> Iterator[tuple[torch.Tensor, ...]]:
     """float64 copies of `chunk` elements at a time of both tensors, where both are finite."""
-    r, e = ref.detach().reshape(-1), eager.detach().reshape(-1)
-    for start in range(0, r.numel(), chunk):
-        rc, ec = r[start:start + chunk], e[start:start + chunk]
+    for rc, ec in float_chunks(ref, eager, chunk, dtype=torch.float64):
         keep = torch.isfinite(rc) & torch.isfinite(ec)
-        yield rc[keep].double(), ec[keep].double()
+        yield rc[keep], ec[keep]
 
 
 @dataclass

@@ -16,7 +16,7 @@ next task's reference job. A chunk is CHUNK elements of each operand at a time.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import torch
@@ -26,7 +26,7 @@ LARGE = 1 << 16  # elements; below this the CPU compares in well under a millise
 
 
 @dataclass
-class Verdict:
+class TensorCheck:
     ok: bool
     message: str = ""
     max_abs_error: float = 0.0
@@ -63,7 +63,7 @@ class _Pass2:
 
 
 def compare_values(ref: torch.Tensor, out: torch.Tensor, atol: float, rtol: float, floor: float,
-                   label: str, chunk: int = CHUNK) -> Verdict:
+                   label: str, chunk: int = CHUNK) -> TensorCheck:
     """Floating `ref` and `out` of one shape and dtype; `floor` as in correctness.compare_tensor."""
     device = _device(ref)
     try:
@@ -73,17 +73,23 @@ def compare_values(ref: torch.Tensor, out: torch.Tensor, atol: float, rtol: floa
         return _compare(ref, out, atol, rtol, floor, label, chunk, torch.device("cpu"))
 
 
-def _compare(ref, out, atol, rtol, floor, label, chunk, device) -> Verdict:
-    first = _first_pass(ref, out, chunk, device)
+def _compare(ref, out, atol, rtol, floor, label, chunk, device) -> TensorCheck:
+    first = _Pass1()
+    one_chunk = ref.numel() <= chunk  # the usual output: converted once, read by both passes
+    pairs = _finite_chunks(ref, out, chunk, device, first)
+    if one_chunk:
+        pairs = list(pairs)
+    _first_pass(first, pairs)
     special = _special_values(first, label)
     if special is not None:
         return special
     if first.count == 0:
-        return Verdict(True)
+        return TensorCheck(True)
     scale = first.scale or 1.0
     rel = first.diff_sq ** 0.5 / (first.ref_sq ** 0.5 if first.ref_sq > 0 else 1.0)
-    result = Verdict(True, max_abs_error=first.max_abs, rel_error=rel)
-    second = _second_pass(ref, out, atol, rtol, floor, scale, first.ref_sum / first.count, chunk, device)
+    result = TensorCheck(True, max_abs_error=first.max_abs, rel_error=rel)
+    again = pairs if one_chunk else _finite_chunks(ref, out, chunk, device)
+    second = _second_pass(again, atol, rtol, floor, scale, first.ref_sum / first.count)
     varies = not first.ref_constant and not (floor > 0 and second.mean_within_floor)
     if first.count > 1 and first.out_constant and varies:
         result.ok = False
@@ -101,9 +107,8 @@ def _compare(ref, out, atol, rtol, floor, label, chunk, device) -> Verdict:
     return result
 
 
-def _first_pass(ref, out, chunk, device) -> _Pass1:
-    s = _Pass1()
-    for r, o in _finite_chunks(ref, out, chunk, device, s):
+def _first_pass(s: _Pass1, pairs: Iterable[tuple]) -> None:
+    for r, o in pairs:
         if r.numel() == 0:
             continue
         diff = (o - r).abs()
@@ -117,12 +122,11 @@ def _first_pass(ref, out, chunk, device) -> _Pass1:
             s.out_first, s.ref_first = float(o[0]), float(r[0])
         s.out_constant = s.out_constant and bool((o == s.out_first).all())
         s.ref_constant = s.ref_constant and bool((r == s.ref_first).all())
-    return s
 
 
-def _second_pass(ref, out, atol, rtol, floor, scale, mean, chunk, device) -> _Pass2:
+def _second_pass(pairs: Iterable[tuple], atol, rtol, floor, scale, mean) -> _Pass2:
     s = _Pass2()
-    for r, o in _finite_chunks(ref, out, chunk, device):
+    for r, o in pairs:
         if r.numel() == 0:
             continue
         allowed = atol * scale + rtol * r.abs()
@@ -138,14 +142,22 @@ def _second_pass(ref, out, atol, rtol, floor, scale, mean, chunk, device) -> _Pa
     return s
 
 
-def _finite_chunks(ref, out, chunk, device, specials: _Pass1 | None = None) -> Iterator[tuple]:
-    """Float copies of `chunk` elements at a time, where the reference is finite; with `specials`,
-    the NaN and Inf tallies of every chunk go there first."""
-    dtype = torch.float32 if ref.dtype in (torch.float16, torch.bfloat16) else torch.float64
+def float_chunks(ref: torch.Tensor, out: torch.Tensor, chunk: int, device: torch.device | None = None,
+                 dtype: torch.dtype | None = None) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """Both tensors, flat, `chunk` elements at a time, copied to `device` (theirs by default) in a
+    float type that holds their values exactly (float32 for fp16/bf16, else float64) or `dtype`:
+    no full-size temporary of a GB output. Also correctness.eager_error's walk."""
+    dtype = dtype or (torch.float32 if ref.dtype in (torch.float16, torch.bfloat16) else torch.float64)
     r_all, o_all = ref.detach().reshape(-1), out.detach().reshape(-1)
     for start in range(0, r_all.numel(), chunk):
-        r = r_all[start:start + chunk].to(device=device, dtype=dtype)
-        o = o_all[start:start + chunk].to(device=device, dtype=dtype)
+        yield (r_all[start:start + chunk].to(device=device or r_all.device, dtype=dtype),
+               o_all[start:start + chunk].to(device=device or o_all.device, dtype=dtype))
+
+
+def _finite_chunks(ref, out, chunk, device, specials: _Pass1 | None = None) -> Iterator[tuple]:
+    """float_chunks where the reference is finite; with `specials`, the NaN and Inf tallies of every
+    chunk go there first."""
+    for r, o in float_chunks(ref, out, chunk, device):
         if specials is not None:
             _tally_specials(r, o, specials)
         finite = torch.isfinite(r)
@@ -163,14 +175,15 @@ def _tally_specials(r: torch.Tensor, o: torch.Tensor, s: _Pass1) -> None:
     s.inf_mismatch = s.inf_mismatch or bool(((ref_inf | out_inf) & (r != o) & ~ref_nan).any())
 
 
-def _special_values(s: _Pass1, label: str) -> Verdict | None:
+def _special_values(s: _Pass1, label: str) -> TensorCheck | None:
     if s.out_nan:
-        return Verdict(False, f"{label}: {s.out_nan} NaN value(s) where the reference has none (an "
+        return TensorCheck(False, f"{label}: {s.out_nan} NaN value(s) where the reference has none (an "
                        "output element never written? S6)", max_abs_error=float("nan"))
     if s.ref_nan:
-        return Verdict(False, f"{label}: numbers where the reference has NaN")
+        return TensorCheck(False, f"{label}: numbers where the reference has NaN")
     if s.inf_mismatch:
-        return Verdict(False, f"{label}: Inf values do not match the reference", max_abs_error=float("inf"))
+        return TensorCheck(False, f"{label}: Inf values do not match the reference",
+                           max_abs_error=float("inf"))
     return None
 
 
