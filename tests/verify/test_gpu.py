@@ -82,9 +82,6 @@ def test_glue_carrying_the_time_is_timed_not_refused(gpu_verifier):
 def test_the_reference_records_eagers_tf32_error_for_a_convolution(tmp_path):
     """On a GPU eager's cuDNN convolves on TF32: the reference job records that error per output
     (correctness.eager_error), which a candidate's tolerance may widen to (x3)."""
-    from mtmc.tasks import Task
-    from mtmc.verify.child import reference
-
     source = '''
 import torch
 class Model(torch.nn.Module):
@@ -98,9 +95,7 @@ def get_inputs():
 def get_init_inputs():
     return []
 '''
-    task = Task(name="conv_eager_error", source=source)
-    cases = [{"sizes": {}, "model_seed": 0, "input_seed": 1}]
-    result = reference(task.name, task.source, cases, "cuda", str(tmp_path / "inputs.pt"), None)
+    result = gpu_reference("conv_eager_error", source, tmp_path)
     [error] = result["expected"][0]["eager_errors"]
     assert result["eager_tf32"] and 1e-6 < error < 2e-3  # TF32's rounding, within its tolerance
     [floor] = result["expected"][0]["reference_errors"]  # the float64 floor: cuDNN's float64 conv ran
@@ -113,9 +108,7 @@ def test_large_inputs_wait_on_the_host_and_each_call_gets_a_device_copy(tmp_path
     copy and a timing set come back to the device with the same values."""
     import torch
 
-    from mtmc.tasks import Task
     from mtmc.verify import case_io
-    from mtmc.verify.child import reference
 
     source = """
 import torch
@@ -127,10 +120,8 @@ def get_inputs():
 def get_init_inputs():
     return []
 """
-    task = Task(name="parked_inputs", source=source)
-    cases = [{"sizes": {}, "model_seed": 0, "input_seed": 1}]
+    gpu_reference("parked_inputs", source, tmp_path)
     path = str(tmp_path / "inputs.pt")
-    reference(task.name, task.source, cases, "cuda", path, None)
     kept = case_io.load_inputs(path, "cuda")["cases"][0]["inputs"][0]
     monkeypatch.setattr(case_io, "PARK_BYTES", 1000)
     parked = case_io.load_inputs(path, "cuda")["cases"][0]["inputs"][0]
@@ -143,9 +134,6 @@ def get_init_inputs():
 def test_a_cudnn_lstm_is_held_to_the_tf32_tolerance_as_eager_runs_it(tmp_path):
     """nn.LSTM lands on aten::_cudnn_rnn on a GPU, which eager runs on TF32 (case_io.EAGER_TF32_OPS):
     the reference job says so and records eager's error, as for a convolution."""
-    from mtmc.tasks import Task
-    from mtmc.verify.child import reference
-
     source = '''
 import torch
 class Model(torch.nn.Module):
@@ -159,8 +147,17 @@ def get_inputs():
 def get_init_inputs():
     return []
 '''
-    task = Task(name="lstm_eager_error", source=source)
-    cases = [{"sizes": {}, "model_seed": 0, "input_seed": 1}]
-    result = reference(task.name, task.source, cases, "cuda", str(tmp_path / "inputs.pt"), None)
+    result = gpu_reference("lstm_eager_error", source, tmp_path)
     [error] = result["expected"][0]["eager_errors"]
     assert result["eager_tf32"] and 1e-6 < error < 2e-3
+
+
+def gpu_reference(name: str, source: str, tmp_path) -> dict:
+    """The reference job on the GPU for one case of the task `source`; its inputs go to
+    tmp_path/inputs.pt."""
+    from mtmc.tasks import Task
+    from mtmc.verify.child import reference
+
+    task = Task(name=name, source=source)
+    cases = [{"sizes": {}, "model_seed": 0, "input_seed": 1}]
+    return reference(task.name, task.source, cases, "cuda", str(tmp_path / "inputs.pt"), None)
