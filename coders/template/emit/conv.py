@@ -26,8 +26,9 @@ TF32 rounding (config "tf32_round", off by default): the tensor cores read an fp
 so its error is ~2.3x rounding's (max |error| 1.2-1.4e-3 against eager's 5.3-5.8e-4 on KernelBench
 55, 62, 67 on an H100; normalized 6.9-7.6e-4 against 2.6-2.9e-4 in the probe's convs). With
 tf32_round a channels-last conv's launcher rounds both operands as it lays them out (emit/conv_pack.py:
-one Triton pass that transposes and rounds), so the dot truncates values that are already TF32.
-Other forms (the flat loop on NC*, conv_transpose) round both tiles in the kernel as they are loaded
+one Triton pass that transposes and rounds), so the dot truncates values that are already TF32; a
+channels-last conv_transpose does the same. The flat loop on NC* (and a conv_transpose read from
+NC*) rounds both tiles in the kernel as they are loaded
 (an integer add and mask, ties away from zero, NaN kept): eager's error exactly, but 1.35-1.45x the
 time on an H100 (55: 6.41 vs 4.45 ms; the tiles then go through registers to the tensor cores).
 Truncating, the port is within the TF32 tolerance on single convs; 101 layers of them (ResNet101)
