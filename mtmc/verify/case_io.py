@@ -86,11 +86,11 @@ def load_inputs(inputs_path: str, device: str, timing_only: bool = False) -> dic
     return data
 
 
-# A case's inputs over this many bytes wait in host memory between its calls (`on_device` brings a
-# call's copy over). Generated on the device (the reference's values: the CUDA generator's), then
-# moved. KernelBench level 1's largest inputs are 8-17 GB a case: with three or four cases resident
-# on an H100, plus a call's copy and its outputs, 87_conv_pointwise_2D and 45_Average_Pooling_2D ran
-# the candidate's job out of the GPU's 80 GB.
+# A case's inputs over this many bytes wait in host memory between its calls (fresh_copy brings a
+# call's copy over, to_device a timing set). Generated on the device (the reference's values: the
+# CUDA generator's), then moved. KernelBench level 1's largest inputs are 8-17 GB a case: with three
+# or four cases resident on an H100, plus a call's copy and its outputs, 87_conv_pointwise_2D and
+# 45_Average_Pooling_2D ran the candidate's job out of the GPU's 80 GB.
 PARK_BYTES = 1 << 30
 
 
@@ -99,11 +99,6 @@ def _parked(inputs: list[Any]) -> list[Any]:
     if not tensors or tensors[0].device.type == "cpu" or sum(t.nbytes for t in tensors) <= PARK_BYTES:
         return inputs
     return [t.cpu() if isinstance(t, torch.Tensor) else t for t in inputs]
-
-
-def on_device(inputs: list[Any], device: str) -> list[Any]:
-    """The inputs on `device`: parked ones copied over, the others as they are."""
-    return [t.to(device) if isinstance(t, torch.Tensor) else t for t in inputs]
 
 
 def precise_reference() -> None:
@@ -185,6 +180,7 @@ def as_list(raw: Any) -> list[Any]:
 
 
 def to_device(values: list[Any], device: str) -> list[Any]:
+    """The values on `device`: tensors elsewhere (parked inputs) copied over, the others as they are."""
     return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
 
 

@@ -42,7 +42,6 @@ from mtmc.verify.case_io import (
     fingerprint,
     fresh_copy,
     load_inputs,
-    on_device,
     output_kind,
     poison,
     precise_reference,
@@ -50,6 +49,7 @@ from mtmc.verify.case_io import (
     reference_model,
     run_forward,
     sized,
+    to_device,
 )
 from mtmc.verify.census_calls import CallAudit, censused
 from mtmc.verify.kept_state import persistent_tensors
@@ -322,7 +322,7 @@ def _gpu_measurements(result: dict[str, Any], module: Any, data: dict[str, Any],
                       time_it: bool, timing: dict[str, Any], profile_share: bool, clock: _PhaseClock) -> None:
     counter = forward.counter
     model = candidate_model(module, data["cases"][data["timing"]["case"]], "cuda")
-    sets = [on_device(data["cases"][i]["inputs"], "cuda") for i in data["timing"]["sets"]]
+    sets = [to_device(data["cases"][i]["inputs"], "cuda") for i in data["timing"]["sets"]]
 
     def call(inputs: list[Any]) -> list[torch.Tensor]:
         # Under the census like a case's call: its host cost is hidden by the timing's pre-call

@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from mtmc.tasks.task import Task
-from mtmc.verify.case_io import as_list, default_backend_flags, load_inputs, on_device, reference_model
+from mtmc.verify.case_io import as_list, default_backend_flags, load_inputs, reference_model, to_device
 from mtmc.verify.timing import TimingOptions, time_calls
 
 
@@ -38,7 +38,7 @@ def baseline(task_name: str, task_source: str, inputs_path: str, timing: dict[st
     data = load_inputs(inputs_path, "cuda", timing_only=True)
     case = data["cases"][data["timing"]["case"]]
     model = reference_model(task, case, "cuda")
-    sets = [on_device(data["cases"][i]["inputs"], "cuda") for i in data["timing"]["sets"]]
+    sets = [to_device(data["cases"][i]["inputs"], "cuda") for i in data["timing"]["sets"]]
 
     def runner(module: Any):
         def call(inputs: list[Any]) -> list[torch.Tensor]:

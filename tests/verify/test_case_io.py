@@ -132,7 +132,7 @@ def test_a_fresh_copy_is_a_new_tensor_on_the_device_asked_for_with_the_same_valu
     assert seven == 7 and torch.equal(copy, pristine[0]) and copy.stride() == pristine[0].stride()
     copy.zero_()
     assert pristine[0].abs().sum() > 0  # the candidate's copy shares nothing with the pristine one
-    assert case_io.on_device(pristine, "cpu")[0] is pristine[0]  # already there: no copy
+    assert case_io.to_device(pristine, "cpu")[0] is pristine[0]  # already there: no copy
 
 
 def test_inputs_on_the_host_stay_where_they_are_and_small_ones_are_never_parked(monkeypatch):

@@ -128,7 +128,7 @@ def get_init_inputs():
     assert kept.device.type == "cuda" and parked.device.type == "cpu"
     [copy] = case_io.fresh_copy([parked], "cuda")
     assert copy.device.type == "cuda" and torch.equal(copy, kept)
-    assert torch.equal(case_io.on_device([parked], "cuda")[0], kept)
+    assert torch.equal(case_io.to_device([parked], "cuda")[0], kept)
 
 
 def test_a_cudnn_lstm_is_held_to_the_tf32_tolerance_as_eager_runs_it(tmp_path):
