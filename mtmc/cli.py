@@ -25,7 +25,8 @@ from mtmc.budgets import register_configs
 from mtmc.config_check import check_overrides, check_values
 from mtmc.resume import resume_overrides
 
-CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
+# mtmc/conf links to the top-level conf/ in a checkout and is a copy of it in an installed wheel
+CONF_DIR = str(Path(__file__).resolve().parent / "conf")
 JOB_LINES = {
     "tasks": "list a suite's tasks: ops, shapes, FLOPs, bytes; check=port: what the template coder ports",
     "verify": "judge a file defining ModelNew against a task: the verdict as a table and JSON",
