@@ -67,6 +67,7 @@ def compare_values(ref: torch.Tensor, out: torch.Tensor, atol: float, rtol: floa
     """Floating `ref` and `out` of one shape and dtype; `floor` as in correctness.compare_tensor."""
     device = _device(ref)
     try:
+        ref, out = _staged(ref, out, device, chunk)
         return _compare(ref, out, atol, rtol, floor, label, chunk, device)
     except torch.cuda.OutOfMemoryError:  # the CPU is slow but always has room
         torch.cuda.empty_cache()
@@ -193,6 +194,20 @@ def _device(t: torch.Tensor) -> torch.device:
     if t.numel() >= LARGE and torch.cuda.is_available():
         return torch.device("cuda")
     return torch.device("cpu")
+
+
+def _staged(ref: torch.Tensor, out: torch.Tensor, device: torch.device, chunk: int
+            ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Host tensors of several chunks moved to the GPU once, in their own dtype, where both fit in a
+    quarter of its free memory: the two passes then read them there. Chunked from the host, each pass
+    copied every chunk over PCIe again (1.5-2.8x the `judge` phase of verifier 1.5's whole-tensor
+    comparison on the built-in suite's GB-sized outputs, on an H100)."""
+    if device.type != "cuda" or ref.numel() <= chunk or (ref.is_cuda and out.is_cuda):
+        return ref, out
+    free, _ = torch.cuda.mem_get_info(device)
+    if ref.nbytes + out.nbytes > free // 4:
+        return ref, out
+    return ref.to(device), out.to(device)
 
 
 def _precision_hint(ref: torch.Tensor, rel: float) -> str:

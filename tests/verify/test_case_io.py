@@ -135,8 +135,7 @@ def test_a_fresh_copy_is_a_new_tensor_on_the_device_asked_for_with_the_same_valu
     assert case_io.to_device(pristine, "cpu")[0] is pristine[0]  # already there: no copy
 
 
-def test_inputs_on_the_host_stay_where_they_are_and_small_ones_are_never_parked(monkeypatch):
+def test_inputs_on_the_host_stay_where_they_are_and_have_no_resident_limit():
     host = [torch.randn(4), 2]
-    assert case_io._parked(host) is host
-    monkeypatch.setattr(case_io, "PARK_BYTES", 0)
-    assert case_io._parked(host) is host  # only device inputs are parked
+    assert case_io._parked(host) is host  # only device tensors are moved
+    assert case_io.resident_budget("cpu") == float("inf")  # nothing to park to

@@ -103,9 +103,9 @@ def get_init_inputs():
 
 
 def test_large_inputs_wait_on_the_host_and_each_call_gets_a_device_copy(tmp_path, monkeypatch):
-    """case_io.PARK_BYTES: a case's inputs over it are generated on the device (the reference's
-    values), checked against the reference's fingerprint, then moved to the host; a call's fresh
-    copy and a timing set come back to the device with the same values."""
+    """case_io.RESIDENT_SHARE: the cases past the device's share are generated on the device (the
+    reference's values), checked against the reference's fingerprint, then moved to the host; a call's
+    fresh copy and a timing set come back to the device with the same values."""
     import torch
 
     from mtmc.verify import case_io
@@ -123,12 +123,18 @@ def get_init_inputs():
     gpu_reference("parked_inputs", source, tmp_path)
     path = str(tmp_path / "inputs.pt")
     kept = case_io.load_inputs(path, "cuda")["cases"][0]["inputs"][0]
-    monkeypatch.setattr(case_io, "PARK_BYTES", 1000)
+    assert case_io.resident_budget("cuda") > 4 * 2**30  # an eighth of a GPU holds GBs of inputs
+    monkeypatch.setattr(case_io, "RESIDENT_SHARE", 0)
     parked = case_io.load_inputs(path, "cuda")["cases"][0]["inputs"][0]
     assert kept.device.type == "cuda" and parked.device.type == "cpu"
     [copy] = case_io.fresh_copy([parked], "cuda")
     assert copy.device.type == "cuda" and torch.equal(copy, kept)
     assert torch.equal(case_io.to_device([parked], "cuda")[0], kept)
+    # room for one case's inputs: the first stays on the device, the ones after it wait on the host
+    monkeypatch.setattr(case_io, "resident_budget", lambda device: kept.nbytes)
+    cases = case_io.load_inputs(path, "cuda")["cases"]
+    where = [c["inputs"][0].device.type for c in cases]
+    assert len(where) > 1 and where == ["cuda"] + ["cpu"] * (len(where) - 1)
 
 
 def test_a_cudnn_lstm_is_held_to_the_tf32_tolerance_as_eager_runs_it(tmp_path):
@@ -161,3 +167,20 @@ def gpu_reference(name: str, source: str, tmp_path) -> dict:
     task = Task(name=name, source=source)
     cases = [{"sizes": {}, "model_seed": 0, "input_seed": 1}]
     return reference(task.name, task.source, cases, "cuda", str(tmp_path / "inputs.pt"), None)
+
+
+def test_host_outputs_of_several_chunks_are_compared_on_the_gpu_with_the_same_verdict():
+    """tensor_compare._staged: host tensors move to the GPU once; the verdict is the whole pass's."""
+    import torch
+
+    from mtmc.verify.tensor_compare import _staged, compare_values
+
+    ref = torch.randn(300_001)
+    out = ref.clone()
+    out[299_999] += 0.01 * float(ref.abs().max())
+    r, o = _staged(ref, out, torch.device("cuda"), chunk=1 << 14)
+    assert r.is_cuda and o.is_cuda and torch.equal(r.cpu(), ref)
+    chunked = compare_values(ref, out, 1e-4, 1e-4, 0.0, "t", chunk=1 << 14)
+    whole = compare_values(ref, out, 1e-4, 1e-4, 0.0, "t", chunk=1 << 30)
+    assert not chunked.ok and "1 of 300001 elements outside" in chunked.message
+    assert (chunked.max_abs_error, chunked.message) == (whole.max_abs_error, whole.message)

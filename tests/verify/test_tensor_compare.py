@@ -83,3 +83,11 @@ def test_an_empty_or_all_nan_pair_passes():
     assert both(torch.empty(0), torch.empty(0)).ok
     nan = torch.full((9,), float("nan"))
     assert both(nan, nan.clone()).ok
+
+
+def test_without_a_gpu_nothing_is_staged():
+    from mtmc.verify.tensor_compare import _staged
+
+    ref, out = torch.randn(50), torch.randn(50)
+    staged_ref, staged_out = _staged(ref, out, torch.device("cpu"), chunk=7)
+    assert staged_ref is ref and staged_out is out
