@@ -1,12 +1,13 @@
 """Verify recorded final kernels again with today's verifier: false rejections and verdict latency.
 
-    python benchmarks/reverify.py --runs RUN_A RUN_B ... [--tasks a b] --out reverify.json
+    python benchmarks/reverify.py --runs RUN_A RUN_B ... [--tasks a b] [--cpu] --out reverify.json
 
 Each RUN is a `mtmc bench` folder holding one run folder per built-in task (`<task>/kernel.py`);
 a later RUN overrides an earlier one for the tasks it holds (the suite's combined table is built the
 same way). Every kernel is judged once by a fresh `LocalVerifier` on GPU 0 (no verdict cache), so
 each latency includes the task's reference and eager / torch.compile baselines, the same work for
-any verifier version: run it with the old and the new code to compare latencies.
+any verifier version: run it with the old and the new code to compare latencies. `--cpu` judges them
+with the `InterpreterVerifier` instead (Triton's interpreter, the tasks' CPU sizes; no timings).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: 
 from benchmarks.bench_latency import percentile  # noqa: E402
 from mtmc.program import Program  # noqa: E402
 from mtmc.tasks import load_task  # noqa: E402
-from mtmc.verify.verifier import LocalVerifier  # noqa: E402
+from mtmc.verify.verifier import InterpreterVerifier, LocalVerifier  # noqa: E402
 
 
 def latest_kernels(runs: list[str]) -> dict[str, Path]:
@@ -40,11 +41,12 @@ def main() -> None:
     parser.add_argument("--runs", nargs="+", required=True)
     parser.add_argument("--tasks", nargs="*", default=None)
     parser.add_argument("--out", default="reverify.json")
+    parser.add_argument("--cpu", action="store_true", help="Triton's interpreter on the CPU, not GPU 0")
     args = parser.parse_args()
     kernels = latest_kernels(args.runs)
     names = [n for n in kernels if args.tasks is None or n in args.tasks]
     rows = []
-    with LocalVerifier(gpus=[0]) as verifier:
+    with (InterpreterVerifier() if args.cpu else LocalVerifier(gpus=[0])) as verifier:
         for name in names:
             start = time.monotonic()
             verdict = verifier.verify(load_task(name), Program(kernels[name].read_text()))
