@@ -38,6 +38,10 @@ Epilogue addressing: the output is (N, C_out, *spatial) with GEMM rows = N x spa
 = C_out, so operands are addressed by three axes: image (rows), channel (columns) and the flat
 spatial position (rows); an operand spans each of them wholly or not at all (a [C, 1, 1]
 parameter, a full-size residual, a [N, C, 1, 1] tensor).
+
+A reduction over the output channels (min, max, sum, mean, logsumexp of dim 1; fuse/channels.py)
+runs in the gemm form's epilogue when groups == 1: the launcher makes BLOCK_N hold every channel,
+the tile is reduced across its columns and one value per pixel is stored (emit/channel_reduce.py).
 """
 
 from __future__ import annotations
@@ -357,23 +361,18 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
 
 
 def _launch_blocks(w: Writer, kernel: Kernel, cols: str, groups: str) -> list[str]:
-    """The grid, and the launch's keyword arguments: the config's blocks, or none under autotune.
-    A channel-reducing conv's BLOCK_N is the launcher's own (channel_reduce.launch_block_n)."""
+    """The grid, and the launch's block arguments: the config's, none under autotune (its configs
+    give them), and a channel-reducing conv's BLOCK_N, which the launcher sets from C_out."""
     cfg = kernel.config
-    consts = ["BLOCK_M", "BLOCK_N"] + (["BLOCK_K"] if is_gemm(kernel) else [])
-    blocks = {k: str(cfg[k]) for k in consts}
+    consts = ["BLOCK_M", "BLOCK_N"] + (["BLOCK_K"] if is_gemm(kernel) else []) + ["num_warps", "num_stages"]
+    given = {} if cfg.get("autotune") else {k: str(cfg[k]) for k in consts}
     if channel_reduce.reduces_channels(kernel):
         channel_reduce.launch_block_n(w, "C_out", groups)
-        blocks["BLOCK_N"] = "BLOCK_N"
-    n_tiles = f"triton.cdiv({cols}, {blocks['BLOCK_N']})"
-    if cfg.get("autotune"):
-        if blocks["BLOCK_N"] != "BLOCK_N":
-            n_tiles = f"triton.cdiv({cols}, meta['BLOCK_N'])"
-        w(f"grid = lambda meta: (triton.cdiv(M, meta['BLOCK_M']) * {n_tiles}, {groups})")
-        return ["BLOCK_N=BLOCK_N"] if blocks["BLOCK_N"] == "BLOCK_N" else []
-    w(f"grid = (triton.cdiv(M, {blocks['BLOCK_M']}) * {n_tiles}, {groups})")
-    return [f"{k}={v}" for k, v in blocks.items()] + [f"num_warps={cfg['num_warps']}",
-                                                      f"num_stages={cfg['num_stages']}"]
+        given["BLOCK_N"] = "BLOCK_N"
+    m, n = (given.get(k, f"meta['{k}']") for k in ("BLOCK_M", "BLOCK_N"))
+    head = "grid = lambda meta: " if cfg.get("autotune") else "grid = "
+    w(f"{head}(triton.cdiv(M, {m}) * triton.cdiv({cols}, {n}), {groups})")
+    return [f"{k}={v}" for k, v in given.items()]
 
 
 def _channels_last_copy(kernel: Kernel, x: str, order: str) -> str:
