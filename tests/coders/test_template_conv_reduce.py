@@ -30,7 +30,7 @@ B, C_IN, C_OUT, S = {defaults}
 class Model(nn.Module):
     def __init__(self, c_in, c_out):
         super().__init__()
-        self.conv = nn.Conv{nd}d(c_in, c_out, 3{args})
+        self.conv = nn.{module}{nd}d(c_in, c_out, 3{args})
         self.shift = nn.Parameter(torch.randn(c_out, {ones}))
 
     def forward(self, x):
@@ -62,13 +62,14 @@ ONE_SIZE = [{"B": 2, "C_IN": 3, "C_OUT": 5, "S": 7}]
 
 
 def reduce_task(nd: int, reduction: str, keepdim: bool = True, args: str = "", sizes=None,
-                c_out: int = 5, body: str = "return torch.tanh({reduction})") -> Task:
+                c_out: int = 5, body: str = "return torch.tanh({reduction})", module: str = "Conv") -> Task:
     """conv -> * 1.5 + shift -> `reduction` -> tanh (or `body`), traced at the first size (C_OUT =
     c_out unless given) and run at every size."""
     sizes = sizes or [{**ONE_SIZE[0], "C_OUT": c_out}]
     defaults = ", ".join(str(sizes[0][k]) for k in ("B", "C_IN", "C_OUT", "S"))
-    source = SOURCE.format(nd=nd, args=args, ones=", ".join(["1"] * nd), spatial=SPATIAL[nd], sizes=sizes,
-                           defaults=defaults, body=body.format(reduction=reduction.format(keepdim=keepdim)))
+    forward = body.format(reduction=reduction.format(keepdim=keepdim))
+    source = SOURCE.format(nd=nd, module=module, args=args, ones=", ".join(["1"] * nd), spatial=SPATIAL[nd],
+                           sizes=sizes, defaults=defaults, body=forward)
     return Task(name=f"conv{nd}d_reduce", source=source)
 
 
@@ -89,11 +90,11 @@ def fused(task: Task, program: Program) -> Program:
     return program
 
 
-def assert_one_reducing_conv(program: Program, reduction: str) -> None:
+def assert_one_reducing_conv(program: Program, reduction: str, kind: str = "conv") -> None:
     (conv,) = kernels(program)
-    assert conv.kind == "conv"
-    kind = {"amin": "min", "logsumexp": "sum"}.get(reduction, reduction)
-    assert kind in conv.op_names() and "tanh" in conv.op_names()
+    assert conv.kind == kind
+    assert {"amin": "min", "logsumexp": "sum"}.get(reduction, reduction) in conv.op_names()
+    assert "tanh" in conv.op_names()
     assert [o.dims for o in conv.outputs] == [[0, *range(2, len(conv.space["traced"]))]]
     assert "axis=1, keep_dims=True" in program.source
 
@@ -129,7 +130,7 @@ def refusal(task: Task) -> str:
     """Why the fused conv and the reduce kernel after it do not merge, once every epilogue that
     merges has."""
     ir = ProgramIR.from_dict(fused(task, ieee_port(task)).metadata["template_ir"])
-    conv = next(k for k in ir.kernels() if k.kind == "conv")
+    conv = next(k for k in ir.kernels() if k.kind in ("conv", "conv_transpose"))
     reduce = next(k for k in ir.kernels() if k.kind == "reduce")
     with pytest.raises(fuse.NotFusable) as refused:
         fuse.merged_kernel(ir, conv, reduce)
@@ -163,7 +164,7 @@ def test_more_channels_at_run_time_than_traced_widen_the_tile(tmp_path):
     task = reduce_task(2, REDUCTIONS["min"], args=", stride=(2, 1)", sizes=sizes)
     program = fused(task, ieee_port(task))
     assert_one_reducing_conv(program, "min")
-    assert "BLOCK_N = max(16, triton.next_power_of_2(C_out))" in program.source
+    assert "_block_n = max(16, triton.next_power_of_2(C_out))" in program.source
     check(task, program, tmp_path)
 
 
@@ -202,7 +203,7 @@ def test_autotuned_configs_leave_block_n_to_the_launcher_and_match(tmp_path):
     program = coder.apply(task, program, Strategy.parse("autotune"))
     configs = conv_emit.tuning_space(kernels(program)[0])
     assert len(configs) >= 2 and all("BLOCK_N" not in c and c["BLOCK_M"] <= 64 for c in configs)
-    assert "BLOCK_N=BLOCK_N" in program.source
+    assert "BLOCK_N=_block_n" in program.source
     check(task, program, tmp_path)
 
 
@@ -224,3 +225,32 @@ def test_library_step_hands_the_channel_reduction_to_a_reduce_kernel(tmp_path):
     vendor = coder.apply(task, program, Strategy.parse("library conv2d"))
     assert [k.kind for k in kernels(vendor)] == ["reduce"]
     check(task, vendor, tmp_path)
+
+
+@pytest.mark.parametrize("nd, reduction, keepdim, config", [
+    (2, "min", True, {}),
+    (2, "logsumexp", False, {"phases": False}),
+    (1, "mean", False, {"channels_last": False, "tf32_round": False}),
+    (3, "max", True, {}),
+])
+def test_conv_transpose_channel_reduction_fuses_and_matches(nd, reduction, keepdim, config, tmp_path):
+    task = reduce_task(nd, REDUCTIONS[reduction], keepdim, args=", stride=2, padding=1",
+                       module="ConvTranspose")
+    program = fused(task, ieee_port(task))
+    assert_one_reducing_conv(program, reduction, kind="conv_transpose")
+    ir = ProgramIR.from_dict(program.metadata["template_ir"])
+    ir.kernels()[0].config.update(config)
+    check(task, Program(generate(task, ir)), tmp_path)
+
+
+def test_a_grouped_conv_transpose_keeps_its_channel_reduction_apart():
+    task = reduce_task(2, REDUCTIONS["sum"], args=", groups=2", module="ConvTranspose",
+                       sizes=[{"B": 2, "C_IN": 4, "C_OUT": 6, "S": 5}])
+    assert "grouped conv (groups=2)" in refusal(task)
+
+
+def test_a_softmax_over_the_channels_fuses_with_its_full_size_output(tmp_path):
+    task = reduce_task(2, "torch.softmax(x, dim=1)", body="return torch.tanh({reduction})", c_out=7)
+    (conv,) = kernels(program := fused(task, ieee_port(task)))
+    assert "max" in conv.op_names() and [o.dims for o in conv.outputs] == [[0, 1, 2, 3]]
+    check(task, program, tmp_path)

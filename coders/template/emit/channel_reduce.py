@@ -1,11 +1,11 @@
 """A reduction over a conv's output channels in its epilogue (fuse/channels.py merges it there).
 
-A conv kernel's tile is BLOCK_M output pixels by BLOCK_N output channels. When one program's tile
-holds every output channel (groups == 1 and BLOCK_N >= C_out, chosen by the launcher at run time),
-the body's reductions (min, max, sum, mean, and what is built of them: logsumexp, softmax) reduce the
-tile's rows across its columns in registers (common.tile_epilogue), and an output of the reduced
-values, (N, 1, *spatial) or (N, *spatial), is written one value per pixel: the full-size conv output
-is never written unless another step still reads it.
+A conv or transposed-conv kernel's tile is BLOCK_M output pixels by BLOCK_N output channels. When
+one program's tile holds every output channel (groups == 1 and BLOCK_N >= C_out, chosen by the
+launcher at run time), the body's reductions (min, max, sum, mean, and what is built of them:
+logsumexp, softmax) reduce the tile's rows across its columns in registers (common.tile_epilogue).
+An output of the reduced values, (N, 1, *spatial) or (N, *spatial), is written one value per pixel;
+the full-size conv output is written only where another step still reads it.
 """
 
 from __future__ import annotations
@@ -82,10 +82,12 @@ def output_shape(out: Output, batch: str, channels: str, pixels: list[str]) -> s
     return "(" + ", ".join([batch, *middle, *pixels]) + ")"
 
 
-def launch_block_n(w: Writer, channels: str, groups: str) -> None:
-    """The launcher's BLOCK_N of a channel-reducing conv: every output channel in one tile."""
+def launch_block_n(w: Writer, channels: str, groups: str) -> str:
+    """The launcher's BLOCK_N of a channel-reducing conv, every output channel in one tile: the
+    launcher variable holding it (a launcher local starts with "_", as no graph value does)."""
     w(f"assert {groups} == 1, 'the channel reduction in the epilogue needs groups == 1'")
-    w(f"BLOCK_N = max(16, triton.next_power_of_2({channels}))  # one tile holds every output channel")
+    w(f"_block_n = max(16, triton.next_power_of_2({channels}))  # one tile holds every output channel")
+    return "_block_n"
 
 
 def tuning_menu(kernel: Kernel, keys: list[str], candidates: list[tuple]) -> tuple[list[str], list[tuple]]:

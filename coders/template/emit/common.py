@@ -110,7 +110,7 @@ def address(axes: list[Axis], dims: list[int], what: str) -> str:
 
 
 def mask_of(axes: list[Axis], dims: list[int], what: str) -> str | None:
-    masks = [a.mask for a in covered_axes(axes, dims, what) if a.mask]
+    masks = dict.fromkeys(a.mask for a in covered_axes(axes, dims, what) if a.mask)  # each once
     return " & ".join(masks) if masks else None
 
 

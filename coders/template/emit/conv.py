@@ -367,8 +367,7 @@ def _launch_blocks(w: Writer, kernel: Kernel, cols: str, groups: str) -> list[st
     consts = ["BLOCK_M", "BLOCK_N"] + (["BLOCK_K"] if is_gemm(kernel) else []) + ["num_warps", "num_stages"]
     given = {} if cfg.get("autotune") else {k: str(cfg[k]) for k in consts}
     if channel_reduce.reduces_channels(kernel):
-        channel_reduce.launch_block_n(w, "C_out", groups)
-        given["BLOCK_N"] = "BLOCK_N"
+        given["BLOCK_N"] = channel_reduce.launch_block_n(w, "C_out", groups)
     m, n = (given.get(k, f"meta['{k}']") for k in ("BLOCK_M", "BLOCK_N"))
     head = "grid = lambda meta: " if cfg.get("autotune") else "grid = "
     w(f"{head}(triton.cdiv(M, {m}) * triton.cdiv({cols}, {n}), {groups})")

@@ -10,8 +10,8 @@ output channels (dim 1) as an epilogue, its tile holding every channel, and elem
 reduced values after it (`channels.py`).
 
 `queries.py` (what fusion asks of a program), `dead_code.py` (dead code and order), `merge.py` (two
-kernels into one), `chains.py` (candidate pairs, the legal fusions of a kind, the port's chains) and
-`attention.py` (a score chain into one flash kernel), `channels.py` (a conv's channel reductions).
+kernels into one), `chains.py` (candidate pairs, the legal fusions of a kind, the port's chains),
+`attention.py` (a score chain into one flash kernel) and `channels.py` (a conv's channel reductions).
 """
 
 from coders.template.fuse.attention import fuse_attention

@@ -2,10 +2,10 @@
 
 `x = conv(x) * s; x = torch.min(x, dim=1)[0]` (KernelBench level 2 reduces over channels right after
 a conv in many tasks) is a conv kernel and a reduce kernel that reads the whole conv output back.
-When one program's tile holds every output channel of its pixels (the implicit-GEMM form, groups
-== 1, C_out <= 256), the reduce kernel's body runs on the tile instead (emit/channel_reduce.py) and
-only the reduced values are written. Elementwise ops on them then merge on the conv's reduced
-level, as they do on a reduce kernel's.
+When one program's tile holds every output channel of its pixels (the implicit-GEMM form of a conv
+or a transposed conv, groups == 1, C_out <= 256), the reduce kernel's body runs on the tile instead
+(emit/channel_reduce.py) and only the reduced values are written. Elementwise ops on them then
+merge on the conv's reduced level, as they do on a reduce kernel's.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from coders.template.fuse.queries import NotFusable, space_shape
 from coders.template.ir import Kernel, ProgramIR
 
 # kernels whose epilogue can take a reduction over their output channels
-CHANNEL_HOSTS = ("conv",)
+CHANNEL_HOSTS = ("conv", "conv_transpose")
 
 
 def channel_map(ir: ProgramIR, host: Kernel, guest: Kernel) -> tuple[dict[int, int], bool] | None:
@@ -49,10 +49,10 @@ def refuse_reduction(ir: ProgramIR, host: Kernel, guest: Kernel) -> None:
     if guest.space["red"] != [1, 2] or guest.space.get("groups"):
         raise NotFusable("a conv's epilogue reduces over exactly its output channels (dim 1), "
                          f"not dims {list(range(*guest.space['red']))}")
-    if host.space["form"] != "gemm":
+    if host.space.get("form", "gemm") != "gemm":
         raise NotFusable("a depthwise conv (the direct form) is not fused with a channel reduction: its "
                          "tile spans the channels of several groups")
-    groups = ir.shape(host.space["input"])[1] // ir.shape(host.space["weight"])[1]
+    groups = traced_groups(ir, host)
     if groups != 1:
         raise NotFusable(f"a grouped conv (groups={groups}) is not fused with a channel reduction: a "
                          "program's tile holds the channels of one group")
@@ -61,3 +61,10 @@ def refuse_reduction(ir: ProgramIR, host: Kernel, guest: Kernel) -> None:
                          "every output channel for the reduction")
     if any(op.op == "ridx" for op in guest.body):
         raise NotFusable("the reduction reads its element's channel index")
+
+
+def traced_groups(ir: ProgramIR, kernel: Kernel) -> int:
+    """A conv's groups at the traced sizes: C_in over the weight's dim 1 (C_in / groups), or for
+    a transposed conv C_out over it (the weight is (C_in, C_out / groups, *kernel))."""
+    channels = ir.shape(kernel.space["input"])[1] if kernel.kind == "conv" else kernel.space["traced"][1]
+    return max(1, channels // max(1, ir.shape(kernel.space["weight"])[1]))

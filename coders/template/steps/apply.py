@@ -127,7 +127,7 @@ def _configure_tile(kernel: Kernel, strategy: Strategy, args: dict[str, Any]) ->
     _require(not cfg.get("autotune"), "the kernel is autotuned")
     if uses_dot(kernel) or kernel.kind == "recurrent":
         _require(all(args[k] >= 16 for k in args), "tl.dot needs blocks of at least 16")
-    if kernel.kind == "conv" and reduces_channels(kernel):
+    if kernel.kind in ("conv", "conv_transpose") and reduces_channels(kernel):
         _require(args["BLOCK_N"] == cfg["BLOCK_N"],
                  "a conv reducing its channels holds them all in one tile: the launcher sets BLOCK_N")
     # the row's block becomes the step's, not the form's (where the two differ)

@@ -161,7 +161,10 @@ def _matmul_knobs(ir: ProgramIR, kernel: Kernel, cfg: dict[str, Any], tuned: boo
 def _conv_transpose_knobs(ir: ProgramIR, kernel: Kernel, cfg: dict[str, Any], tuned: bool) -> list[Strategy]:
     if tuned:
         return []
-    return _conv_transpose_tiles(cfg) + [Strategy.make("num_warps", w) for w in (2, 4, 8)] + \
+    tiles = _conv_transpose_tiles(cfg)
+    if reduces_channels(kernel):  # BLOCK_N holds every channel (emit/channel_reduce.py)
+        tiles = [s for s in tiles if dict(s.params)["BLOCK_N"] == cfg["BLOCK_N"]]
+    return tiles + [Strategy.make("num_warps", w) for w in (2, 4, 8)] + \
         [Strategy.make("num_stages", s) for s in STAGES]
 
 
