@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from coders.template import TemplateCoder, fuse
+from coders.template import TemplateCoder, fuse, steps
 from coders.template.emit import conv as conv_emit
 from coders.template.emit.module import generate
 from coders.template.ir import ProgramIR
@@ -254,3 +254,17 @@ def test_a_softmax_over_the_channels_fuses_with_its_full_size_output(tmp_path):
     (conv,) = kernels(program := fused(task, ieee_port(task)))
     assert "max" in conv.op_names() and [o.dims for o in conv.outputs] == [[0, 1, 2, 3]]
     check(task, program, tmp_path)
+
+
+def test_the_widened_tile_keeps_its_pipelined_buffers_within_shared_memory():
+    task = reduce_task(2, REDUCTIONS["max"], c_out=256)
+    ir = ProgramIR.from_dict(ieee_port(task).metadata["template_ir"])
+    conv = next(k for k in ir.kernels() if k.kind == "conv")
+    conv.config.update(BLOCK_K=64, num_stages=4)
+    reduce = next(k for k in ir.kernels() if k.kind == "reduce")
+    pointwise = next(k for k in ir.kernels() if k.kind == "pointwise")
+    ir = fuse.merge(ir, conv, pointwise)
+    merged, _ = fuse.merged_kernel(ir, ir.kernels()[0], reduce)
+    cfg = merged.config
+    assert (cfg["BLOCK_M"], cfg["BLOCK_N"]) == (64, 256)
+    assert cfg["num_stages"] * (64 + 256) * 64 * 4 <= steps.SMEM_BYTES < 4 * (64 + 256) * 64 * 4

@@ -18,6 +18,9 @@ MAX_CHANNELS = 256
 # BLOCK_M x BLOCK_N of a tile that keeps every channel: the fp32 accumulator stays in registers
 # (a 64 x 256 tile is 128 values per thread at 4 warps)
 TILE_ELEMENTS = 128 * 128
+# one program's shared memory on an H100 / H200 (steps/kernels.py SMEM_BYTES, which the menu's steps
+# are held to; a fusion is not, so the widened tile keeps its pipelined buffers within it here)
+SMEM_BYTES = 227 * 1024
 
 
 def reduces_channels(kernel: Kernel) -> bool:
@@ -37,6 +40,10 @@ def fit_tile(kernel: Kernel) -> None:
     cfg = kernel.config
     cfg["BLOCK_N"] = block_n(kernel.space["traced"][1])
     cfg["BLOCK_M"] = max(16, min(cfg["BLOCK_M"], TILE_ELEMENTS // cfg["BLOCK_N"]))
+    itemsize = 2 if kernel.space.get("dtype") in ("float16", "bfloat16") else 4
+    stage = (cfg["BLOCK_M"] + cfg["BLOCK_N"]) * cfg.get("BLOCK_K", 0) * itemsize  # an a and a b tile
+    while cfg.get("num_stages", 1) > 1 and cfg["num_stages"] * stage > SMEM_BYTES:
+        cfg["num_stages"] -= 1
 
 
 def varies_by_channel(kernel: Kernel) -> dict[str, bool]:
