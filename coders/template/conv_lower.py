@@ -42,7 +42,9 @@ from typing import Any
 
 import torch
 
+from coders.template.emit.channel_reduce import reduces_channels, varies_by_channel
 from coders.template.ir import Kernel, Op, Operand, Output, ProgramIR, PyStep
+from coders.template.lower.configs import COLUMN_CONFIG, COLUMN_FULL_CONFIG
 from coders.template.trace import GNode, Graph, Ref, unsupported
 
 CONV_OPS = ("conv1d", "conv2d", "conv3d")
@@ -202,7 +204,7 @@ def library_ops(ir: ProgramIR, allowed: tuple[str, ...]) -> list[str]:
 def to_library(ir: ProgramIR, op: str, epilogue_config: dict[str, Any]) -> ProgramIR:
     """A copy of `ir` with every Triton `op` conv swapped for the vendor call; what the kernel's
     epilogue computed (bias, fused ops) stays in Triton, as an elementwise kernel configured by
-    `epilogue_config`."""
+    `epilogue_config` (a column reduction, where the epilogue reduces over the channels)."""
     new = copy.deepcopy(ir)
     steps: list[Kernel | PyStep] = []
     for step in new.steps:
@@ -235,7 +237,12 @@ def _library_steps(ir: ProgramIR, kernel: Kernel, config: dict[str, Any]) -> lis
             body.append(Op(op.out, "load", [op.args[0] + 1]))
         else:
             body.append(op)
-    epilogue = Kernel(name=kernel.name, kind="pointwise", space={"shape_of": [value], "traced": sp["traced"]},
+    kind, space = "pointwise", {"shape_of": [value], "traced": sp["traced"]}
+    if reduces_channels(kernel):  # a reduction over the channels (fuse/channels.py): a column reduction
+        kind, space = "reduce", {"input": value, "red": [1, 2], "traced": sp["traced"]}
+        varies = varies_by_channel(kernel)
+        config = COLUMN_FULL_CONFIG if any(varies.get(o.src) for o in kernel.outputs) else COLUMN_CONFIG
+    epilogue = Kernel(name=kernel.name, kind=kind, space=space,
                       operands=[Operand(value, full)] + kernel.operands, body=body,
                       outputs=[replace(o, dtype=f"like:{value}" if o.dtype == f"like:{x}" else o.dtype)
                                for o in kernel.outputs], config=dict(config))

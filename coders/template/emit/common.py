@@ -9,6 +9,17 @@ from coders.template import ops as pw
 from coders.template.ir import Kernel, Op, Operand
 
 REDUCTIONS = ("sum", "max", "min", "mean")
+# each reduction's value for masked-out elements, and the tl function combining a block
+IDENTITY = {"sum": "0.0", "mean": "0.0", "max": 'float("-inf")', "min": 'float("inf")'}
+COMBINE = {"sum": "tl.sum", "mean": "tl.sum", "max": "tl.max", "min": "tl.min"}
+
+
+def mean_divisor(op: Op, size: str) -> str:
+    """What a block's sum is divided by to make a mean over `size` elements (var's correction)."""
+    if op.op != "mean":
+        return ""
+    correction = op.attrs.get("correction", 0)
+    return f" / ({size} - {correction!r})" if correction else f" / {size}"
 
 # names the kernel templates use for themselves; body values that collide get a trailing "_"
 RESERVED = {"pid", "pid_m", "pid_n", "pid_b", "offs", "mask", "row", "cols", "start", "n", "n_rows",
@@ -99,7 +110,7 @@ def address(axes: list[Axis], dims: list[int], what: str) -> str:
 
 
 def mask_of(axes: list[Axis], dims: list[int], what: str) -> str | None:
-    masks = [a.mask for a in covered_axes(axes, dims, what) if a.mask]
+    masks = dict.fromkeys(a.mask for a in covered_axes(axes, dims, what) if a.mask)  # each once
     return " & ".join(masks) if masks else None
 
 
@@ -226,17 +237,34 @@ def axis_loader(axes: list[Axis]) -> Callable[[Op, Operand], str]:
 
 
 def tile_epilogue(w: Writer, kernel: Kernel, axes: list[Axis], row: str | None = None,
-                  col: str | None = None) -> None:
+                  col: str | None = None, columns: Axis | None = None) -> None:
     """The fused ops on a GEMM-like kernel's fp32 accumulator tile `acc`, then the stores, masked by
     `m_mask & n_mask`: matmul, conv and transposed-conv kernels set up their tile's index variables
-    (`axes`) and masks, then share this."""
+    (`axes`) and masks, then share this. With `columns` (the axis of the tile's columns, all of them
+    in this program), the body's reductions reduce the tile's rows across it: each row's value is a
+    [BLOCK_M, 1] column that broadcasts against the tile, and an output without the axis's dims is
+    stored one value per row."""
 
-    body = BodyEmitter(kernel, axis_loader(axes))
+    body = BodyEmitter(kernel, axis_loader(axes), reduce=column_reduction(columns) if columns else None)
     if row and col:  # the tile's element indices, for triu / tril in the epilogue
         body.special.update(triangles(body, row, col))
     body.alias = {op.out: "acc" for op in kernel.body if op.op == "acc"}
     body.emit(w, kernel.body)
     for out in kernel.outputs:
         where = address(axes, out.dims, out.value)
-        w(f"tl.store({ptr(out.value)} + {where}, "
-          f"{body.store_value(out.src)}.to({ptr(out.value)}.dtype.element_ty), mask=m_mask & n_mask)")
+        reduced = columns is not None and not set(columns.dims) & set(out.dims)
+        mask = mask_of(axes, out.dims, out.value) if reduced else "m_mask & n_mask"
+        value = f"{body.store_value(out.src)}.to({ptr(out.value)}.dtype.element_ty)"
+        w(f"tl.store({ptr(out.value)} + {where}, {value}" + (f", mask={mask})" if mask else ")"))
+
+
+def column_reduction(columns: Axis) -> Callable[[Op, str], str]:
+    """A BodyEmitter reduce over a tile's columns: the columns past the axis's size (masked by
+    its mask) hold the reduction's identity, so they leave the result as it is."""
+
+    def reduce(op: Op, arg: str) -> str:
+        kind = op.op
+        masked = f"tl.where({columns.mask}, {arg}, {IDENTITY[kind]})"
+        return f"{COMBINE[kind]}({masked}, axis=1, keep_dims=True){mean_divisor(op, columns.size)}"
+
+    return reduce

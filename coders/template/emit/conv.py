@@ -38,10 +38,15 @@ Epilogue addressing: the output is (N, C_out, *spatial) with GEMM rows = N x spa
 = C_out, so operands are addressed by three axes: image (rows), channel (columns) and the flat
 spatial position (rows); an operand spans each of them wholly or not at all (a [C, 1, 1]
 parameter, a full-size residual, a [N, C, 1, 1] tensor).
+
+A reduction over the output channels (min, max, sum, mean, logsumexp of dim 1; fuse/channels.py)
+runs in the gemm form's epilogue when groups == 1: the launcher makes BLOCK_N hold every channel,
+the tile is reduced across its columns and one value per pixel is stored (emit/channel_reduce.py).
 """
 
 from __future__ import annotations
 
+from coders.template.emit import channel_reduce
 from coders.template.emit.common import Axis, FusionError, Writer, check_operands, ptr, tile_epilogue, var
 from coders.template.emit.launch import Launcher, autotune_configs, kernel_header, output_alloc, wrap_call
 from coders.template.ir import Kernel
@@ -67,6 +72,9 @@ def epilogue_axes(kernel: Kernel) -> list[Axis]:
 def check(kernel: Kernel) -> None:
     """Raise FusionError for an operand or output the epilogue cannot address."""
     check_operands(kernel, epilogue_axes(kernel))
+    if channel_reduce.reduces_channels(kernel):
+        channel_reduce.check(kernel)
+        return
     full = list(range(len(kernel.space["traced"])))
     if any(o.dims != full for o in kernel.outputs):
         raise FusionError("a conv kernel writes whole outputs only")
@@ -261,7 +269,8 @@ def _epilogue(w: Writer, kernel: Kernel) -> None:
         w("chan_e = offs_n[None, :]")
         w("n_mask = chan_e < C_out")
     w("m_mask = (offs_m < M)[:, None]")
-    tile_epilogue(w, kernel, axes)
+    # a channel reduction reduces across the tile's columns: the launcher gave it every channel
+    tile_epilogue(w, kernel, axes, columns=axes[1] if channel_reduce.reduces_channels(kernel) else None)
 
 
 def _operand_params(kernel: Kernel) -> list[str]:
@@ -299,7 +308,7 @@ def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
 
 
 def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> None:
-    sp, cfg = kernel.space, kernel.config
+    sp = kernel.space
     x, weight = sp["input"], sp["weight"]
     dims = spatial(kernel)
     launcher.begin(w)
@@ -332,8 +341,8 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
         else:
             w(f"pad_{s} = {sp['padding'][i]}")
             w(f"out_{s} = (in_{s} + 2 * pad_{s} - dil_{s} * (ks_{s} - 1) - 1) // stride_{s} + 1")
-    shape = "(n_batch, C_out, " + ", ".join(f"out_{s}" for s in dims) + ")"
     for out in kernel.outputs:
+        shape = channel_reduce.output_shape(out, "n_batch", "C_out", [f"out_{s}" for s in dims])
         w(f"{out.value} = {output_alloc(shape, out.dtype, f'{x}.device')}")
     w("M = n_batch * " + " * ".join(f"out_{s}" for s in dims))
     w("K = CIG * " + " * ".join(f"ks_{s}" for s in dims))
@@ -342,21 +351,27 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
     args = [source, f"{weight}_taps"] + [o.value for o in kernel.operands] + \
         [o.value for o in kernel.outputs] + ["n_batch", "C_in", "C_out", "CIG", "COG", "M", "K"] + geometry
     cols, groups = ("COG", "C_in // CIG") if is_gemm(kernel) else ("C_out", "1")
-    if cfg.get("autotune"):
-        w(f"grid = lambda meta: (triton.cdiv(M, meta['BLOCK_M']) * triton.cdiv({cols}, meta['BLOCK_N']), "
-          f"{groups})")
-        kw = []
-    else:
-        w(f"grid = (triton.cdiv(M, {cfg['BLOCK_M']}) * triton.cdiv({cols}, {cfg['BLOCK_N']}), {groups})")
-        consts = ["BLOCK_M", "BLOCK_N"] + (["BLOCK_K"] if is_gemm(kernel) else [])
-        kw = [f"{k}={cfg[k]}" for k in consts] + [f"num_warps={cfg['num_warps']}",
-                                                  f"num_stages={cfg['num_stages']}"]
+    kw = _launch_blocks(w, kernel, cols, groups)
     w("if M > 0 and C_out > 0:")
     for line in wrap_call(f"{name}[grid]", args + kw, "", w.depth + 1):
         w("    " + line)
     launcher.finish(w)
     w.dedent()
     w()
+
+
+def _launch_blocks(w: Writer, kernel: Kernel, cols: str, groups: str) -> list[str]:
+    """The grid, and the launch's block arguments: the config's, none under autotune (its configs
+    give them), and a channel-reducing conv's BLOCK_N, which the launcher sets from C_out."""
+    cfg = kernel.config
+    consts = ["BLOCK_M", "BLOCK_N"] + (["BLOCK_K"] if is_gemm(kernel) else []) + ["num_warps", "num_stages"]
+    given = {} if cfg.get("autotune") else {k: str(cfg[k]) for k in consts}
+    if channel_reduce.reduces_channels(kernel):
+        given["BLOCK_N"] = channel_reduce.launch_block_n(w, "C_out", groups)
+    m, n = (given.get(k, f"meta['{k}']") for k in ("BLOCK_M", "BLOCK_N"))
+    head = "grid = lambda meta: " if cfg.get("autotune") else "grid = "
+    w(f"{head}(triton.cdiv(M, {m}) * triton.cdiv({cols}, {n}), {groups})")
+    return [f"{k}={v}" for k, v in given.items()]
 
 
 def _channels_last_copy(kernel: Kernel, x: str, order: str) -> str:
@@ -376,6 +391,8 @@ def tuning_space(kernel: Kernel) -> list[dict]:
     else:
         keys = ["BLOCK_M", "BLOCK_N", "num_warps", "num_stages"]
         candidates = ((64, 32, 4, 2), (128, 32, 4, 2), (64, 64, 4, 2), (128, 64, 8, 2), (32, 32, 2, 2))
+    if channel_reduce.reduces_channels(kernel):
+        keys, candidates = channel_reduce.tuning_menu(kernel, keys, list(candidates))
     current = {k: cfg[k] for k in keys}
     menu = [current] + [dict(zip(keys, c, strict=True)) for c in candidates]
     return autotune_configs(menu, keys)

@@ -30,11 +30,14 @@ takes the input's dtype.
 
 Every size (batch, channels, spatial sizes, kernel sizes) and the geometry (stride, padding,
 output_padding, dilation, groups) are read at run time, so one program runs at every task size.
+
+With groups == 1 the epilogue also takes a reduction over the output channels (fuse/channels.py), as
+the forward conv's does: the launcher makes BLOCK_N hold every channel (emit/channel_reduce.py).
 """
 
 from __future__ import annotations
 
-from coders.template.emit import conv
+from coders.template.emit import channel_reduce, conv
 from coders.template.emit.common import Axis, Writer, check_operands, ptr, tile_epilogue, var
 from coders.template.emit.launch import Launcher, autotune_configs, kernel_header, output_alloc, wrap_call
 from coders.template.ir import Kernel
@@ -52,6 +55,13 @@ def epilogue_axes(kernel: Kernel) -> list[Axis]:
     spatial = list(range(2, 2 + _dims(kernel)))
     return [Axis([0], "rb", "n_batch", "m_mask"), Axis([1], "rc", "C_out", "n_mask"),
             Axis(spatial, "rs", "S_out", "m_mask")]
+
+
+def check(kernel: Kernel) -> None:
+    """Raise FusionError for an operand or output the epilogue cannot address."""
+    check_operands(kernel, epilogue_axes(kernel))
+    if channel_reduce.reduces_channels(kernel):
+        channel_reduce.check(kernel)
 
 
 def channels_last(kernel: Kernel) -> bool:
@@ -104,7 +114,7 @@ def phases(kernel: Kernel) -> bool:
 
 
 def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
-    check_operands(kernel, epilogue_axes(kernel))
+    check(kernel)
     d = _dims(kernel)
     x, wt = _input_values(kernel)
     sizes = ["M", "C_in", "cin_g", "cout_g", "C_out", "S_in", "S_out"]
@@ -233,11 +243,11 @@ def _epilogue(w: Writer, kernel: Kernel) -> None:
     w("rs = spatial[:, None]")
     w("m_mask = m_in[:, None]")
     w("n_mask = n_in[None, :]")
-    tile_epilogue(w, kernel, axes)
+    # a channel reduction reduces across the tile's columns: the launcher gave it every channel
+    tile_epilogue(w, kernel, axes, columns=axes[1] if channel_reduce.reduces_channels(kernel) else None)
 
 
 def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> None:
-    cfg = kernel.config
     d = _dims(kernel)
     x, wt = _input_values(kernel)
     geometry = kernel.space["geometry"]
@@ -251,8 +261,8 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
     w(f"             + _dilation[j] * ({wt}.shape[2 + j] - 1) + _output_padding[j] + 1 for j in range({d}))")
     w(f"_cout_g = {wt}.shape[1]")
     _layouts(w, kernel, x, wt, d)
-    for out in kernel.outputs:  # the conv's own result and each fused op's that is read later: all whole
-        shape = f"({x}.shape[0], _cout_g * _groups) + _out"
+    for out in kernel.outputs:  # the conv's own result and each fused op's that is read later
+        shape = channel_reduce.output_shape(out, f"{x}.shape[0]", "_cout_g * _groups", ["*_out"])
         w(f"{out.value} = {output_alloc(shape, out.dtype, f'{x}.device')}")
     w("_s_out = math.prod(_out)")
     if phases(kernel):
@@ -271,19 +281,26 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
             f"{x}.shape[1] // _groups", "_cout_g", "_cout_g * _groups", f"math.prod({x}.shape[2:])",
             "_s_out", f"*{x}.shape[2:]", "*_out", f"*{wt}.shape[2:]", "*_stride", "*_padding",
             "*_dilation"]
-    if cfg.get("autotune"):
-        w("grid = lambda meta: (triton.cdiv(_m, meta['BLOCK_M']), triton.cdiv(_cout_g, meta['BLOCK_N']), "
-          "_groups * _phases)")
-        kw = []
-    else:
-        w(f"grid = (triton.cdiv(_m, {cfg['BLOCK_M']}), triton.cdiv(_cout_g, {cfg['BLOCK_N']}), "
-          "_groups * _phases)")
-        kw = [f"{k}={cfg[k]}" for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages")]
+    kw = _launch_blocks(w, kernel)
     for line in wrap_call(f"{name}[grid]", args + kw, "", w.depth):
         w(line)
     launcher.finish(w)
     w.dedent()
     w()
+
+
+def _launch_blocks(w: Writer, kernel: Kernel) -> list[str]:
+    """The grid, and the launch's block arguments: the config's, none under autotune (its configs
+    give them), and a channel-reducing kernel's BLOCK_N, which the launcher sets from C_out."""
+    cfg = kernel.config
+    consts = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages")
+    given = {} if cfg.get("autotune") else {k: str(cfg[k]) for k in consts}
+    if channel_reduce.reduces_channels(kernel):
+        given["BLOCK_N"] = channel_reduce.launch_block_n(w, "_cout_g", "_groups")
+    m, n = (given.get(k, f"meta['{k}']") for k in ("BLOCK_M", "BLOCK_N"))
+    head = "grid = lambda meta: " if cfg.get("autotune") else "grid = "
+    w(f"{head}(triton.cdiv(_m, {m}), triton.cdiv(_cout_g, {n}), _groups * _phases)")
+    return [f"{k}={v}" for k, v in given.items()]
 
 
 def _layouts(w: Writer, kernel: Kernel, x: str, wt: str, d: int) -> None:
@@ -306,12 +323,14 @@ def _layouts(w: Writer, kernel: Kernel, x: str, wt: str, d: int) -> None:
 def tuning_space(kernel: Kernel) -> list[dict]:
     cfg = kernel.config
     keys = ["BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages"]
-    current = {k: cfg[k] for k in keys}
     if kernel.space.get("dtype") in ("float16", "bfloat16"):
         candidates = ((128, 128, 64, 8, 3), (128, 64, 64, 4, 3), (64, 128, 64, 4, 3), (64, 64, 64, 4, 3),
                       (128, 64, 32, 4, 4), (64, 32, 32, 4, 3))
     else:
         candidates = ((128, 64, 32, 4, 3), (64, 64, 32, 4, 3), (128, 128, 32, 8, 3), (64, 32, 32, 4, 2),
                       (32, 64, 32, 4, 2), (128, 32, 16, 4, 3))
+    if channel_reduce.reduces_channels(kernel):
+        keys, candidates = channel_reduce.tuning_menu(kernel, keys, list(candidates))
+    current = {k: cfg[k] for k in keys}
     menu = [current] + [dict(zip(keys, c, strict=True)) for c in candidates]
     return autotune_configs(menu, keys)

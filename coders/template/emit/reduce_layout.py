@@ -3,12 +3,18 @@ view, index variables and masks, and the reductions and accumulators written ove
 
 from __future__ import annotations
 
-from coders.template.emit.common import Axis, FusionError, Writer, address, mask_of
+from coders.template.emit.common import (  # noqa: F401 - IDENTITY and COMBINE re-exported
+    COMBINE,
+    IDENTITY,
+    Axis,
+    FusionError,
+    Writer,
+    address,
+    mask_of,
+    mean_divisor,
+)
 from coders.template.emit.reduce_analysis import paired_reductions
 from coders.template.ir import Kernel, Op
-
-IDENTITY = {"sum": "0.0", "mean": "0.0", "max": 'float("-inf")', "min": 'float("inf")'}
-COMBINE = {"sum": "tl.sum", "mean": "tl.sum", "max": "tl.max", "min": "tl.min"}
 
 # neighbours in one thread that share a running max in a looped online softmax: 8 bf16 values are
 # one 16-byte load (cross_entropy_smooth_bf16, H200 hand probes: 0.505 ms in groups of 8, 0.510 in
@@ -124,10 +130,7 @@ class Layout:
         return text + self.mean_divisor(op)
 
     def mean_divisor(self, op: Op) -> str:
-        if op.op != "mean":
-            return ""
-        correction = op.attrs.get("correction", 0)
-        return f" / ({self.red_size} - {correction!r})" if correction else f" / {self.red_size}"
+        return mean_divisor(op, self.red_size)
 
     def acc_shape(self) -> str:
         if self.grouped:

@@ -5,11 +5,13 @@ Two kernels merge when the guest's space maps onto the host's: the same shape (a
 on a reduction's input or on a matmul's output), or the reduced shape of a reduction (an op on
 its per-row results). Operands the guest read from the host's outputs become body values; other
 operands are re-addressed in the host's space, which must be able to address them (checked by
-the emitters). Outputs nobody reads any more are not stored.
+the emitters). Outputs nobody reads any more are not stored. A conv takes a reduction over its
+output channels (dim 1) as an epilogue, its tile holding every channel, and elementwise ops on the
+reduced values after it (`channels.py`).
 
 `queries.py` (what fusion asks of a program), `dead_code.py` (dead code and order), `merge.py` (two
-kernels into one), `chains.py` (candidate pairs, the legal fusions of a kind, the port's chains) and
-`attention.py` (a score chain into one flash kernel).
+kernels into one), `chains.py` (candidate pairs, the legal fusions of a kind, the port's chains),
+`attention.py` (a score chain into one flash kernel) and `channels.py` (a conv's channel reductions).
 """
 
 from coders.template.fuse.attention import fuse_attention

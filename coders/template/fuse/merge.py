@@ -7,8 +7,10 @@ import copy
 from collections.abc import Callable
 from dataclasses import replace
 
+from coders.template.emit import channel_reduce
 from coders.template.emit import pool as pool_emit
 from coders.template.emit.common import FusionError
+from coders.template.fuse.channels import CHANNEL_HOSTS, channel_map
 from coders.template.fuse.dead_code import compact, eliminate_dead, in_order
 from coders.template.fuse.queries import GEMM_KINDS, TRIANGLES, NotFusable, base_of, space_shape, validate
 from coders.template.ir import Kernel, Op, Operand, Output, ProgramIR, PyStep, step_uses
@@ -44,6 +46,8 @@ def dim_map(ir: ProgramIR, host: Kernel, guest: Kernel) -> tuple[dict[int, int],
         if g == keepdim:
             return {i: i for i in kept}, True
         return None
+    if host.kind in CHANNEL_HOSTS:
+        return channel_map(ir, host, guest)  # a reduction over its channels too (fuse/channels.py)
     if guest.kind == "reduce":
         return None
     if g == h:
@@ -100,7 +104,10 @@ def merged_kernel(ir: ProgramIR, producer: Kernel, consumer: Kernel) -> tuple[Ke
     if prologue and reduced_level:
         raise NotFusable("a prologue must produce the reduction's input")
     # _merge_bodies reads the two kernels and the IR and edits only its own copy of the host
-    return _merge_bodies(ir, host, guest, dims_of, reduced_level, prologue), prologue
+    merged = _merge_bodies(ir, host, guest, dims_of, reduced_level, prologue)
+    if host.kind in CHANNEL_HOSTS and guest.kind == "reduce":
+        channel_reduce.fit_tile(merged)  # every output channel in one tile
+    return merged, prologue
 
 
 def place(ir: ProgramIR, producer: Kernel, consumer: Kernel, merged: Kernel,
@@ -170,7 +177,9 @@ def _merge_bodies(ir: ProgramIR, host: Kernel, guest: Kernel, dims_of: dict[int,
         merged.body = merged.body + guest_ops
     for out in guest.outputs:
         dims = m.mapped(out.dims)
-        keepdim = reduced_level and len(space_shape(ir, guest)) == len(space_shape(ir, host))
+        # a reduce guest's outputs say themselves; a guest on the reduced level keeps the reduced
+        # dims when its shape has them (size 1)
+        keepdim = out.keepdim or reduced_level and len(space_shape(ir, guest)) == len(space_shape(ir, host))
         merged.outputs.append(Output(out.value, guest_body_names[out.src], dims, out.dtype, keepdim))
     merged.body = toposort(merged.body)
     first, second = (guest, host) if prologue and host.kind == "reduce" else (host, guest)

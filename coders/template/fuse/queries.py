@@ -59,7 +59,7 @@ def validate(kernel: Kernel) -> None:
     elif kernel.kind == "conv":
         conv_emit.check(kernel)
     elif kernel.kind == "conv_transpose":
-        check_operands(kernel, conv_transpose_emit.epilogue_axes(kernel))
+        conv_transpose_emit.check(kernel)
     elif kernel.kind == "pool":
         pool_emit.check(kernel)
     elif kernel.kind in WALK_KINDS:

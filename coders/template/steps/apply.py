@@ -11,6 +11,7 @@ from coders.template.conv_lower import library_ops, to_library
 from coders.template.emit import pool as pool_emit
 from coders.template.emit import reduce as reduce_emit
 from coders.template.emit import scan as scan_emit
+from coders.template.emit.channel_reduce import reduces_channels
 from coders.template.ir import Kernel, ProgramIR
 from coders.template.lower import POINTWISE_CONFIG
 from coders.template.scans import WALK_KINDS
@@ -126,6 +127,9 @@ def _configure_tile(kernel: Kernel, strategy: Strategy, args: dict[str, Any]) ->
     _require(not cfg.get("autotune"), "the kernel is autotuned")
     if uses_dot(kernel) or kernel.kind == "recurrent":
         _require(all(args[k] >= 16 for k in args), "tl.dot needs blocks of at least 16")
+    if kernel.kind in ("conv", "conv_transpose") and reduces_channels(kernel):
+        _require(args["BLOCK_N"] == cfg["BLOCK_N"],
+                 "a conv reducing its channels holds them all in one tile: the launcher sets BLOCK_N")
     # the row's block becomes the step's, not the form's (where the two differ)
     by_form = kernel.kind == "reduce" and not is_column(kernel) and \
         reduce_emit.row_blocks(kernel) != (int(args["BLOCK"]),) * 2

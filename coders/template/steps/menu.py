@@ -11,6 +11,7 @@ from coders.template.conv_lower import library_ops, to_library
 from coders.template.emit import pool as pool_emit
 from coders.template.emit import reduce as reduce_emit
 from coders.template.emit import scan as scan_emit
+from coders.template.emit.channel_reduce import reduces_channels
 from coders.template.emit.reduce import Layout
 from coders.template.ir import Kernel, ProgramIR
 from coders.template.lower import POINTWISE_CONFIG
@@ -160,7 +161,10 @@ def _matmul_knobs(ir: ProgramIR, kernel: Kernel, cfg: dict[str, Any], tuned: boo
 def _conv_transpose_knobs(ir: ProgramIR, kernel: Kernel, cfg: dict[str, Any], tuned: bool) -> list[Strategy]:
     if tuned:
         return []
-    return _conv_transpose_tiles(cfg) + [Strategy.make("num_warps", w) for w in (2, 4, 8)] + \
+    tiles = _conv_transpose_tiles(cfg)
+    if reduces_channels(kernel):  # BLOCK_N holds every channel (emit/channel_reduce.py)
+        tiles = [s for s in tiles if dict(s.params)["BLOCK_N"] == cfg["BLOCK_N"]]
+    return tiles + [Strategy.make("num_warps", w) for w in (2, 4, 8)] + \
         [Strategy.make("num_stages", s) for s in STAGES]
 
 
@@ -202,6 +206,8 @@ def _conv_knobs(kernel: Kernel) -> list[Strategy]:
     if kernel.space["form"] == "gemm":
         bk = cfg["BLOCK_K"]
         tiles = [(bm * 2, bn, bk), (bm // 2, bn, bk), (bm, bn * 2, bk), (bm, bn, 64 if bk == 32 else 32)]
+        if reduces_channels(kernel):  # BLOCK_N holds every channel (emit/channel_reduce.py)
+            tiles = [t for t in tiles if t[1] == bn]
         for m, n, k in dict.fromkeys(tiles):
             if 16 <= m <= 256 and 16 <= n <= 256 and k in (16, 32, 64) and m * n <= 128 * 256:
                 menu.append(make("tile", BLOCK_M=m, BLOCK_N=n, BLOCK_K=k))
