@@ -139,3 +139,22 @@ def test_inputs_on_the_host_stay_where_they_are_and_have_no_resident_limit():
     host = [torch.randn(4), 2]
     assert case_io._parked(host) is host  # only device tensors are moved
     assert case_io.resident_budget("cpu") == float("inf")  # nothing to park to
+
+def test_cases_past_the_resident_budget_are_parked_in_order(tmp_path, monkeypatch):
+    """load_inputs keeps cases on the device while their inputs fit resident_budget; the ones after
+    that are parked (the host here stands in for a GPU: _parked records what it is handed)."""
+    task = Task(name="specials", source=SPECIALS_SOURCE)
+    cases = [{"sizes": {}, "model_seed": 0, "input_seed": seed} for seed in (1, 2, 3)]
+    path = str(tmp_path / "inputs.pt")
+    reference(task.name, task.source, cases, "cpu", path, None)
+    first = load_inputs(path, "cpu")["cases"][0]["inputs"]
+    one_case = sum(t.nbytes for t in first if isinstance(t, torch.Tensor))
+    parked = []
+    monkeypatch.setattr(case_io, "_parked", lambda inputs: parked.append(inputs) or inputs)
+    monkeypatch.setattr(case_io, "resident_budget", lambda device: 2 * one_case)
+    data = load_inputs(path, "cpu")
+    assert [c["inputs"] for c in data["cases"][2:]] == parked  # two fit, the third waits on the host
+    monkeypatch.setattr(case_io, "resident_budget", lambda device: float("inf"))
+    parked.clear()
+    load_inputs(path, "cpu")
+    assert parked == []

@@ -120,7 +120,7 @@ def get_inputs():
 def get_init_inputs():
     return []
 """
-    gpu_reference("parked_inputs", source, tmp_path)
+    gpu_reference("parked_inputs", source, tmp_path, seeds=3)
     path = str(tmp_path / "inputs.pt")
     kept = case_io.load_inputs(path, "cuda")["cases"][0]["inputs"][0]
     assert case_io.resident_budget("cuda") > 4 * 2**30  # an eighth of a GPU holds GBs of inputs
@@ -158,14 +158,14 @@ def get_init_inputs():
     assert result["eager_tf32"] and 1e-6 < error < 2e-3
 
 
-def gpu_reference(name: str, source: str, tmp_path) -> dict:
-    """The reference job on the GPU for one case of the task `source`; its inputs go to
+def gpu_reference(name: str, source: str, tmp_path, seeds: int = 1) -> dict:
+    """The reference job on the GPU for `seeds` cases of the task `source`; its inputs go to
     tmp_path/inputs.pt."""
     from mtmc.tasks import Task
     from mtmc.verify.child import reference
 
     task = Task(name=name, source=source)
-    cases = [{"sizes": {}, "model_seed": 0, "input_seed": 1}]
+    cases = [{"sizes": {}, "model_seed": 0, "input_seed": 1 + i} for i in range(seeds)]
     return reference(task.name, task.source, cases, "cuda", str(tmp_path / "inputs.pt"), None)
 
 
