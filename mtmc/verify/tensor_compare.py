@@ -200,7 +200,7 @@ def _staged(ref: torch.Tensor, out: torch.Tensor, device: torch.device, chunk: i
             ) -> tuple[torch.Tensor, torch.Tensor]:
     """Host tensors of several chunks moved to the GPU once, in their own dtype, where both fit in a
     quarter of its free memory: the two passes then read them there. Chunked from the host, each pass
-    copied every chunk over PCIe again (1.5-2.8x the `judge` phase of verifier 1.5's whole-tensor
+    copied every chunk over PCIe again (2.1-2.8x the `judge` phase of verifier 1.5's whole-tensor
     comparison on the built-in suite's GB-sized outputs, on an H100)."""
     if device.type != "cuda" or ref.numel() <= chunk or (ref.is_cuda and out.is_cuda):
         return ref, out
