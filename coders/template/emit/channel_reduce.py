@@ -10,7 +10,7 @@ the full-size conv output is written only where another step still reads it.
 
 from __future__ import annotations
 
-from coders.template.emit.common import REDUCTIONS, FusionError, Writer
+from coders.template.emit.common import REDUCTIONS, SMEM_BYTES, FusionError, Writer
 from coders.template.ir import Kernel, Output
 
 # the most output channels one tile holds: BLOCK_N = 256 fp32 columns of the accumulator
@@ -18,9 +18,6 @@ MAX_CHANNELS = 256
 # BLOCK_M x BLOCK_N of a tile that keeps every channel: the fp32 accumulator stays in registers
 # (a 64 x 256 tile is 128 values per thread at 4 warps)
 TILE_ELEMENTS = 128 * 128
-# one program's shared memory on an H100 / H200 (steps/kernels.py SMEM_BYTES, which the menu's steps
-# are held to; a fusion is not, so the widened tile keeps its pipelined buffers within it here)
-SMEM_BYTES = 227 * 1024
 
 
 def reduces_channels(kernel: Kernel) -> bool:
@@ -42,6 +39,8 @@ def fit_tile(kernel: Kernel) -> None:
     cfg["BLOCK_M"] = max(16, min(cfg["BLOCK_M"], TILE_ELEMENTS // cfg["BLOCK_N"]))
     itemsize = 2 if kernel.space.get("dtype") in ("float16", "bfloat16") else 4
     stage = (cfg["BLOCK_M"] + cfg["BLOCK_N"]) * cfg.get("BLOCK_K", 0) * itemsize  # an a and a b tile
+    # the menu's steps are held to SMEM_BYTES; a fusion is not, so the widened tile keeps its
+    # pipelined buffers within it here
     while cfg.get("num_stages", 1) > 1 and cfg["num_stages"] * stage > SMEM_BYTES:
         cfg["num_stages"] -= 1
 

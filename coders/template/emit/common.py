@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from coders.template import ops as pw
 from coders.template.ir import Kernel, Op, Operand
 
+SMEM_BYTES = 227 * 1024  # the most shared memory one program may use on an H100 / H200
+
 REDUCTIONS = ("sum", "max", "min", "mean")
 # each reduction's value for masked-out elements, and the tl function combining a block
 IDENTITY = {"sum": "0.0", "mean": "0.0", "max": 'float("-inf")', "min": 'float("inf")'}

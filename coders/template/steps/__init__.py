@@ -15,10 +15,10 @@ changes the program; menus are small and discrete so a planner can score all of 
 """
 
 from coders.template.conv_lower import conv_flops
+from coders.template.emit.common import SMEM_BYTES
 from coders.template.steps.apply import apply
 from coders.template.steps.kernels import (
                                            PEAK_FLOPS,
-                                           SMEM_BYTES,
                                            cost,
                                            dominant,
                                            programs,

@@ -20,7 +20,6 @@ PEAK_FLOPS = {"float32": 5.0e13, "float16": 5.0e14, "bfloat16": 5.0e14}
 ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int64": 8, "int32": 4, "bool": 1}
 
 SMS = 132  # H100 / H200
-SMEM_BYTES = 227 * 1024  # the most shared memory one program may use on an H100 / H200
 DOT_KINDS = (*fuse.GEMM_KINDS, "attention")  # kernels with a pipelined tl.dot loop (but see uses_dot)
 
 

@@ -12,13 +12,13 @@ from coders.template.emit import pool as pool_emit
 from coders.template.emit import reduce as reduce_emit
 from coders.template.emit import scan as scan_emit
 from coders.template.emit.channel_reduce import reduces_channels
+from coders.template.emit.common import SMEM_BYTES
 from coders.template.emit.reduce import Layout
 from coders.template.ir import Kernel, ProgramIR
 from coders.template.lower import POINTWISE_CONFIG
 from coders.template.scans import WALK_KINDS
 from coders.template.steps.apply import apply
 from coders.template.steps.kernels import (
-    SMEM_BYTES,
     SMS,
     dominant,
     dot_kernels,
