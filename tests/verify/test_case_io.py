@@ -140,21 +140,22 @@ def test_inputs_on_the_host_stay_where_they_are_and_have_no_resident_limit():
     assert case_io._parked(host) is host  # only device tensors are moved
     assert case_io.resident_budget("cpu") == float("inf")  # nothing to park to
 
-def test_cases_past_the_resident_budget_are_parked_in_order(tmp_path, monkeypatch):
-    """load_inputs keeps cases on the device while their inputs fit resident_budget; the ones after
-    that are parked (the host here stands in for a GPU: _parked records what it is handed)."""
+def test_the_cases_stay_on_the_device_only_if_all_of_them_fit_its_share(tmp_path, monkeypatch):
+    """load_inputs keeps every case on the device if their inputs together fit resident_budget, else
+    parks every one (the host stands in for a GPU here: _parked records what it is handed). The sizes
+    come from the fingerprints, before any input is made."""
     task = Task(name="specials", source=SPECIALS_SOURCE)
     cases = [{"sizes": {}, "model_seed": 0, "input_seed": seed} for seed in (1, 2, 3)]
     path = str(tmp_path / "inputs.pt")
     reference(task.name, task.source, cases, "cpu", path, None)
-    first = load_inputs(path, "cpu")["cases"][0]["inputs"]
-    one_case = sum(t.nbytes for t in first if isinstance(t, torch.Tensor))
+    first = load_inputs(path, "cpu")["cases"][0]
+    one_case = sum(t.nbytes for t in first["inputs"] if isinstance(t, torch.Tensor))
+    assert case_io.fingerprint_bytes(first["fingerprint"]) == one_case == 5 * 7 * (4 + 1)  # fp32, bool
     parked = []
     monkeypatch.setattr(case_io, "_parked", lambda inputs: parked.append(inputs) or inputs)
-    monkeypatch.setattr(case_io, "resident_budget", lambda device: 2 * one_case)
-    data = load_inputs(path, "cpu")
-    assert [c["inputs"] for c in data["cases"][2:]] == parked  # two fit, the third waits on the host
-    monkeypatch.setattr(case_io, "resident_budget", lambda device: float("inf"))
-    parked.clear()
+    monkeypatch.setattr(case_io, "resident_budget", lambda device: 3 * one_case)
     load_inputs(path, "cpu")
     assert parked == []
+    monkeypatch.setattr(case_io, "resident_budget", lambda device: 3 * one_case - 1)
+    data = load_inputs(path, "cpu")
+    assert parked == [c["inputs"] for c in data["cases"]]
