@@ -170,8 +170,9 @@ def _pow2_at_least_16(n: int) -> int:
 # --------------------------------------------------------------------------------------------------
 
 def conv_flops(ir: ProgramIR, kernel: Kernel) -> int:
-    """2 * N * C_out * out_spatial * C_in/groups * kernel volume."""
-    out = kernel.space["traced"]
+    """2 * N * C_out * out_spatial * C_in/groups * kernel volume (a pooling conv's output before the
+    pool: each window position is a conv tile, emit/conv_pool.py)."""
+    out = kernel.space.get("pool", {}).get("conv_traced", kernel.space["traced"])
     weight = ir.shape(kernel.space["weight"])
     return 2 * _prod(out) * _prod(weight[1:])
 
@@ -197,8 +198,13 @@ def _prod(values: list[int]) -> int:
 
 def library_ops(ir: ProgramIR, allowed: tuple[str, ...]) -> list[str]:
     """Conv ops of the program's Triton conv kernels that the task lets a vendor call compute."""
-    ops = [k.space["op"] for k in ir.kernels() if k.kind == "conv" and k.space["op"] in allowed]
+    ops = [k.space["op"] for k in ir.kernels() if _swappable(k) and k.space["op"] in allowed]
     return list(dict.fromkeys(ops))
+
+
+def _swappable(kernel: Kernel) -> bool:
+    """A Triton conv the vendor call can replace: one that pools its output (fuse/pooled.py) stays."""
+    return kernel.kind == "conv" and "pool" not in kernel.space
 
 
 def to_library(ir: ProgramIR, op: str, epilogue_config: dict[str, Any]) -> ProgramIR:
@@ -208,7 +214,7 @@ def to_library(ir: ProgramIR, op: str, epilogue_config: dict[str, Any]) -> Progr
     new = copy.deepcopy(ir)
     steps: list[Kernel | PyStep] = []
     for step in new.steps:
-        if isinstance(step, Kernel) and step.kind == "conv" and step.space["op"] == op:
+        if isinstance(step, Kernel) and _swappable(step) and step.space["op"] == op:
             steps += _library_steps(new, step, epilogue_config)
         else:
             steps.append(step)

@@ -22,11 +22,14 @@ Kernel kinds and their `space` dict:
     attention  {"q", "k", "v", "causal", "scale"}         flash attention, no epilogue
     conv       {"input", "weight", "op", "form", "stride",  conv1d/2d/3d forward (coders/template/
                 "padding", "dilation"}                    conv_lower.py); epilogue as for matmul
+               + {"pool": {"op", "kernel", "conv_traced"},  a fused pool (fuse/pooled.py): "traced" is
+                  "params"}                               the pooled shape
     conv_transpose {"input", "weight", "geometry", "dims"} transposed conv over its output
                                                           (N, C_out, *spatial); epilogue from "acc"
     pool       {"input", "params", "pool", "nd", ...}      max / avg pooling of input's last nd dims;
                                                           the space is the output's; params names the
-                                                          parameter tuple read at run time
+                                                          parameter tuple read at run time ("fixed":
+                                                          its traced values, or None)
                                                           (coders/template/pooling.py, emit/pool.py)
     scan       {"input", "dim", "reverse", "exclusive"}    cumsum / cumprod along dim (the body's last
                                                           op; elementwise ops before it: a prologue)

@@ -99,6 +99,27 @@ class PoolCall:
             return None
         return math.prod(sizes) if len(sizes) == self.nd else sizes[0] ** self.nd
 
+    def fixed(self) -> dict[str, Any] | None:
+        """The traced parameters of a fixed window, the per-dim ones as lists of nd ints (no stride:
+        the kernel size); None for an adaptive pool or one whose parameters the reference computes.
+        Fusion reads them (fuse/pooled.py); the kernels read the parameters at run time."""
+        if self.kind.startswith("adaptive"):
+            return None
+        out: dict[str, Any] = {}
+        for name in FIELDS[self.kind]:
+            value = self.values[name]
+            if name == "stride" and value is None:
+                value = out["kernel_size"]
+            if name in ("kernel_size", "stride", "padding", "dilation"):
+                value = list(value) if isinstance(value, list | tuple) else [value]
+                value = value * self.nd if len(value) == 1 else value
+                if len(value) != self.nd or not all(type(v) is int for v in value):
+                    return None
+            elif not isinstance(value, bool | int | None):
+                return None
+            out[name] = value
+        return out
+
 
 def from_call(canonical: str, bound: dict[str, Any]) -> PoolCall:
     """A PoolCall for a function call bound to its parameter names."""
@@ -124,7 +145,7 @@ def from_module(module: nn.Module, path: str) -> PoolCall:
 
 
 def node_attrs(call: PoolCall) -> dict[str, Any]:
-    return {"nd": call.nd, "window": call.window()}
+    return {"nd": call.nd, "window": call.window(), "fixed": call.fixed()}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -144,6 +165,6 @@ def lower_pool(graph: Any, node: Any, used: set[str]) -> Kernel:
         outputs.append(Output(index, index, full, "int64"))
     space = {"input": x, "params": params, "pool": node.op, "nd": node.attrs["nd"],
              "window": node.attrs["window"], "traced": list(node.shape),
-             "in_traced": list(graph.node(x).shape)}
+             "in_traced": list(graph.node(x).shape), "fixed": node.attrs.get("fixed")}
     return Kernel(name=node.name, kind="pool", space=space, operands=[Operand(x, full)], body=body,
                   outputs=outputs, config=dict(POOL_CONFIG))

@@ -43,6 +43,8 @@ RESERVED |= {"tri_row", "tri_col", "tri_rows", "tri_cols"}
 # the conv kernel's own names (emit/conv.py)
 RESERVED |= {"a_mask", "chan", "chan_e", "chan_o", "grp", "img", "img_e", "inside", "k_in", "k_off", "n_pix",
              "pix_e", "rest", "rest_k", "w_cols", "x_cols", "x_rows", "x_start", "num_pid_n"}
+# a pooling conv's (emit/conv_pool.py)
+RESERVED |= {"pool_acc", "win", "rest_w", "po_l", "po_d", "po_h", "po_w", "o_l", "o_d", "o_h", "o_w"}
 
 
 class Writer:
@@ -252,6 +254,12 @@ def tile_epilogue(w: Writer, kernel: Kernel, axes: list[Axis], row: str | None =
         body.special.update(triangles(body, row, col))
     body.alias = {op.out: "acc" for op in kernel.body if op.op == "acc"}
     body.emit(w, kernel.body)
+    store_outputs(w, kernel, axes, body, columns)
+
+
+def store_outputs(w: Writer, kernel: Kernel, axes: list[Axis], body: BodyEmitter,
+                  columns: Axis | None) -> None:
+    """tile_epilogue's stores (emit/conv_pool.py's too)."""
     for out in kernel.outputs:
         where = address(axes, out.dims, out.value)
         reduced = columns is not None and not set(columns.dims) & set(out.dims)

@@ -42,13 +42,16 @@ parameter, a full-size residual, a [N, C, 1, 1] tensor).
 A reduction over the output channels (min, max, sum, mean, logsumexp of dim 1; fuse/channels.py)
 runs in the gemm form's epilogue when groups == 1: the launcher makes BLOCK_N hold every channel,
 the tile is reduced across its columns and one value per pixel is stored (emit/channel_reduce.py).
+A non-overlapping max / avg pool after the conv (fuse/pooled.py) makes the gemm form's rows pooled
+pixels: the K loop runs once per window position and only the pooled tile is stored (emit/conv_pool.py).
 """
 
 from __future__ import annotations
 
-from coders.template.emit import channel_reduce
+from coders.template.emit import channel_reduce, conv_pool
 from coders.template.emit.common import Axis, FusionError, Writer, check_operands, ptr, tile_epilogue, var
-from coders.template.emit.launch import Launcher, autotune_configs, kernel_header, output_alloc, wrap_call
+from coders.template.emit.conv_tuning import tuning_space  # noqa: F401 - the emitter's, re-exported
+from coders.template.emit.launch import Launcher, kernel_header, output_alloc, wrap_call
 from coders.template.ir import Kernel
 
 SUFFIXES = {1: ["l"], 2: ["h", "w"], 3: ["d", "h", "w"]}
@@ -72,6 +75,7 @@ def epilogue_axes(kernel: Kernel) -> list[Axis]:
 def check(kernel: Kernel) -> None:
     """Raise FusionError for an operand or output the epilogue cannot address."""
     check_operands(kernel, epilogue_axes(kernel))
+    conv_pool.check(kernel)  # a pooling conv's body splits around its pool
     if channel_reduce.reduces_channels(kernel):
         channel_reduce.check(kernel)
         return
@@ -109,6 +113,10 @@ def _pixel_indices(w: Writer, kernel: Kernel, rows: str) -> None:
         w(f"o_{s} = rest % out_{s}")
         w(f"rest = rest // out_{s}")
     w("img = rest.to(tl.int64)")
+    _window_start(w, dims)
+
+
+def _window_start(w: Writer, dims: list[str]) -> None:
     for s in dims:
         w(f"i0_{s} = o_{s} * stride_{s} - pad_{s}")
     w(f"x_start = {_flat_offset(dims, 'i0')}")
@@ -256,7 +264,8 @@ def _k_loop_direct(w: Writer, kernel: Kernel) -> None:
     w.dedent()
 
 
-def _epilogue(w: Writer, kernel: Kernel) -> None:
+def _epilogue(w: Writer, kernel: Kernel) -> tuple[list[Axis], Axis | None]:
+    """The epilogue's indices and masks; its axes, and the columns' axis where it reduces them."""
     axes = epilogue_axes(kernel)
     w("# epilogue on the fp32 tile: rows are (image, pixel), columns output channels")
     w(f"n_pix = {' * '.join(f'out_{s}' for s in spatial(kernel))}")
@@ -270,7 +279,7 @@ def _epilogue(w: Writer, kernel: Kernel) -> None:
         w("n_mask = chan_e < C_out")
     w("m_mask = (offs_m < M)[:, None]")
     # a channel reduction reduces across the tile's columns: the launcher gave it every channel
-    tile_epilogue(w, kernel, axes, columns=axes[1] if channel_reduce.reduces_channels(kernel) else None)
+    return axes, axes[1] if channel_reduce.reduces_channels(kernel) else None
 
 
 def _operand_params(kernel: Kernel) -> list[str]:
@@ -282,7 +291,7 @@ def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
     gemm = is_gemm(kernel)
     params = ["x_ptr", "w_ptr"] + _operand_params(kernel) + [ptr(o.value) for o in kernel.outputs] + \
         ["n_batch", "C_in", "C_out", "CIG", "COG", "M", "K"] + _geometry_params(kernel)
-    consts = ["BLOCK_M", "BLOCK_N"] + (["BLOCK_K"] if gemm else [])
+    consts = ["BLOCK_M", "BLOCK_N", *(["BLOCK_K"] if gemm else []), *conv_pool.constexprs(kernel)]
     kernel_header(w, kernel, name, params, consts, key=["M", "C_out", "K"])
     w.indent()
     w("pid = tl.program_id(0)")
@@ -295,16 +304,27 @@ def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
     w("offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)")
     w("# rows past the edge wrap around: loads stay in bounds, the store masks them out")
     w("rows = offs_m % M")
-    _pixel_indices(w, kernel, "rows")
-    if gemm and k_loop(kernel) == "flat":
-        _k_loop_flat(w, kernel)
-    elif gemm:
-        _k_loop_taps(w, kernel)
+    if conv_pool.pools(kernel):  # rows are pooled pixels, a conv tile per window position
+        conv_pool.pooled_pixels(w, dims := spatial(kernel))
+        conv_pool.emit_windows(w, kernel, dims, lambda: _conv_tile(w, kernel), _epilogue(w, kernel))
     else:
-        _k_loop_direct(w, kernel)
-    _epilogue(w, kernel)
+        _pixel_indices(w, kernel, "rows")
+        _k_loop(w, kernel)
+        axes, columns = _epilogue(w, kernel)
+        tile_epilogue(w, kernel, axes, columns=columns)
     w.dedent()
     w()
+
+
+def _conv_tile(w: Writer, kernel: Kernel) -> None:
+    """A pooling conv's tile at the conv output pixels o_<dim> of its window position."""
+    _window_start(w, spatial(kernel))
+    _k_loop(w, kernel)
+
+
+def _k_loop(w: Writer, kernel: Kernel) -> None:
+    forms = {"flat": _k_loop_flat, "taps": _k_loop_taps}
+    (forms[k_loop(kernel)] if is_gemm(kernel) else _k_loop_direct)(w, kernel)
 
 
 def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> None:
@@ -341,6 +361,7 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
         else:
             w(f"pad_{s} = {sp['padding'][i]}")
             w(f"out_{s} = (in_{s} + 2 * pad_{s} - dil_{s} * (ks_{s} - 1) - 1) // stride_{s} + 1")
+    pooled = conv_pool.launch(w, kernel, dims) if conv_pool.pools(kernel) else []  # out_<dim>: pooled
     for out in kernel.outputs:
         shape = channel_reduce.output_shape(out, "n_batch", "C_out", [f"out_{s}" for s in dims])
         w(f"{out.value} = {output_alloc(shape, out.dtype, f'{x}.device')}")
@@ -351,7 +372,7 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
     args = [source, f"{weight}_taps"] + [o.value for o in kernel.operands] + \
         [o.value for o in kernel.outputs] + ["n_batch", "C_in", "C_out", "CIG", "COG", "M", "K"] + geometry
     cols, groups = ("COG", "C_in // CIG") if is_gemm(kernel) else ("C_out", "1")
-    kw = _launch_blocks(w, kernel, cols, groups)
+    kw = _launch_blocks(w, kernel, cols, groups) + pooled
     w("if M > 0 and C_out > 0:")
     for line in wrap_call(f"{name}[grid]", args + kw, "", w.depth + 1):
         w("    " + line)
@@ -376,23 +397,3 @@ def _launch_blocks(w: Writer, kernel: Kernel, cols: str, groups: str) -> list[st
 
 def _channels_last_copy(kernel: Kernel, x: str, order: str) -> str:
     return f"_tf32_pack({x})" if rounds_in_pack(kernel) else f"{x}.permute(0, {order}, 1).contiguous()"
-
-
-def tuning_space(kernel: Kernel) -> list[dict]:
-    cfg = kernel.config
-    if is_gemm(kernel):
-        keys = ["BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages"]
-        if kernel.space.get("dtype") in ("float16", "bfloat16"):
-            candidates = ((128, 128, 64, 8, 3), (128, 64, 64, 4, 3), (64, 128, 64, 4, 3), (64, 64, 64, 4, 3),
-                          (128, 64, 32, 4, 4), (256, 64, 32, 8, 4))
-        else:  # 256 x 64 tiles led the probe's fp32 tiles on an H100 (conv_lower.TAPS_CONFIG)
-            candidates = ((256, 64, 32, 8, 4), (256, 64, 16, 8, 4), (128, 64, 32, 4, 3), (64, 64, 32, 4, 2),
-                          (64, 64, 16, 4, 4), (128, 128, 32, 8, 3))
-    else:
-        keys = ["BLOCK_M", "BLOCK_N", "num_warps", "num_stages"]
-        candidates = ((64, 32, 4, 2), (128, 32, 4, 2), (64, 64, 4, 2), (128, 64, 8, 2), (32, 32, 2, 2))
-    if channel_reduce.reduces_channels(kernel):
-        keys, candidates = channel_reduce.tuning_menu(kernel, keys, list(candidates))
-    current = {k: cfg[k] for k in keys}
-    menu = [current] + [dict(zip(keys, c, strict=True)) for c in candidates]
-    return autotune_configs(menu, keys)

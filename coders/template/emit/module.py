@@ -20,6 +20,7 @@ from coders.template.emit import (
     cat,
     conv,
     conv_pack,
+    conv_pool,
     conv_transpose,
     matmul,
     pointwise,
@@ -69,7 +70,7 @@ def generate(task: Task, ir: ProgramIR) -> str:
         _emit_num_programs(w)
     if tma:
         _emit_tma_ready(w)
-    if any(k.kind == "pool" for k in ir.kernels()):
+    if any(k.kind == "pool" or conv_pool.pools(k) for k in ir.kernels()):
         pool.emit_helpers(w)
     if any(conv.rounds_in_pack(k) for k in ir.kernels()):
         conv_pack.emit_helpers(w)

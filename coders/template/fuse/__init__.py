@@ -7,11 +7,14 @@ its per-row results). Operands the guest read from the host's outputs become bod
 operands are re-addressed in the host's space, which must be able to address them (checked by
 the emitters). Outputs nobody reads any more are not stored. A conv takes a reduction over its
 output channels (dim 1) as an epilogue, its tile holding every channel, and elementwise ops on the
-reduced values after it (`channels.py`).
+reduced values after it (`channels.py`). A conv also takes a max or average pool whose windows tile
+its output (stride == kernel size, no padding): its rows become pooled pixels, one conv tile per
+window position, and ops after the pool merge onto the pooled output (`pooled.py`).
 
 `queries.py` (what fusion asks of a program), `dead_code.py` (dead code and order), `merge.py` (two
 kernels into one), `chains.py` (candidate pairs, the legal fusions of a kind, the port's chains),
-`attention.py` (a score chain into one flash kernel) and `channels.py` (a conv's channel reductions).
+`attention.py` (a score chain into one flash kernel), `channels.py` (a conv's channel reductions) and
+`pooled.py` (a conv's pool).
 """
 
 from coders.template.fuse.attention import fuse_attention
