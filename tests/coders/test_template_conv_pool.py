@@ -116,6 +116,32 @@ def test_conv_pool_fuses_into_one_kernel_and_matches(nd, pool, pool_args, before
     check(task, program, tmp_path)
 
 
+def test_a_grouped_conv_takes_the_pool(tmp_path):
+    task = pool_task(2, "Avg", args=", groups=2", sizes=[{"B": 2, "C_IN": 4, "C_OUT": 6, "S": 9}])
+    program = fused(task, ieee_port(task))
+    assert_one_pooling_conv(program, "avg")
+    check(task, program, tmp_path)
+
+
+@pytest.mark.parametrize("first", ["prologue", "epilogue"])
+def test_a_pool_that_took_its_own_prologue_or_epilogue_merges_as_a_whole(first, tmp_path):
+    """The pool kernel merged with the op before it (a prologue) or after it (an epilogue) first:
+    the conv takes it with those ops, before and after the pool."""
+    task = pool_task(2, "Max", before="torch.tanh(self.conv(x))")
+    ir = ProgramIR.from_dict(ieee_port(task).metadata["template_ir"])
+    conv, before, pool, after = ir.kernels()
+    if first == "prologue":
+        ir = fuse.merge(ir, before, pool)
+    else:
+        ir = fuse.merge(fuse.merge(ir, pool, after), conv, before)
+    conv, pool = (next(k for k in ir.kernels() if k.kind == kind) for kind in ("conv", "pool"))
+    assert len(pool.body) == 3  # the load, the pool and the op merged into it
+    ir = fuse.merge(ir, conv, pool)
+    assert [k.kind for k in ir.kernels()] == ["conv"] + (["pointwise"] if first == "prologue" else [])
+    assert "pool" in ir.kernels()[0].space
+    check(task, Program(generate(task, ir)), tmp_path)
+
+
 @pytest.mark.parametrize("call", ["F.max_pool2d(x, 2)", "F.avg_pool2d(x, kernel_size=(2, 2), stride=2)"])
 def test_a_functional_pool_fuses_too(call, tmp_path):
     task = pool_task(2, body=f"return torch.sigmoid({call})")
