@@ -239,6 +239,13 @@ def test_overlapping_padded_or_partial_windows_keep_the_pool_apart(pool, pool_ar
     assert re.search(reason, refusal(pool_task(2, pool, pool_args)))
 
 
+def test_a_pool_returning_its_indices_keeps_them_apart(tmp_path):
+    task = pool_task(2, pool_args="2, return_indices=True",
+                     body="y, i = self.pool(x)\n        return torch.sigmoid(y), i")
+    assert "a pool returning its indices" in refusal(task)
+    check(task, fused(task, ieee_port(task)), tmp_path)
+
+
 def test_a_full_size_operand_before_the_pool_keeps_it_apart(tmp_path):
     task = pool_task(2, before="self.conv(x) * x[:, :1, 1:-1, 1:-1]")
     assert "read at the conv's resolution before the pool" in refusal(task)

@@ -44,7 +44,8 @@ def refuse_pool(ir: ProgramIR, host: Kernel, guest: Kernel) -> None:
     if guest.space["nd"] != rank - 2 or guest.space["in_traced"] != space_shape(ir, host):
         raise NotFusable("the pool does not pool every spatial dim of the conv's output")
     if not fixed:
-        raise NotFusable("the pool's parameters are computed by the reference: its windows are unknown")
+        raise NotFusable("the pool's traced parameters are unknown (the reference computes them): its "
+                         "windows may overlap")
     if fixed["stride"] != fixed["kernel_size"]:
         raise NotFusable(f"the pool's stride {fixed['stride']} is not its kernel size "
                          f"{fixed['kernel_size']}: its windows overlap or leave gaps")
