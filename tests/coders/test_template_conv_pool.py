@@ -7,17 +7,15 @@ import re
 
 import pytest
 
-from coders.template import TemplateCoder, fuse, steps
+from coders.template import fuse, steps
 from coders.template.emit import conv as conv_emit
 from coders.template.emit.module import generate
 from coders.template.ir import ProgramIR
 from mtmc.program import Program
-from mtmc.strategies import PORT, Strategy
+from mtmc.strategies import Strategy
 from mtmc.tasks import Task
+from tests.coders.conv_fusion import coder, fused, ieee_port, kernels
 from tests.coders.test_template import check
-
-coder = TemplateCoder()
-FUSE = Strategy.parse("fuse epilogue")
 
 SOURCE = '''
 import torch
@@ -68,26 +66,6 @@ def pool_task(nd: int, pool: str = "Max", pool_args: str = "2", before: str = "t
                            pool_args=pool_args, before=BEFORE.get(before, before), body=body,
                            spatial=SPATIAL[nd], sizes=sizes, defaults=defaults)
     return Task(name=f"conv{nd}d_pool", source=source)
-
-
-def kernels(program: Program) -> list:
-    return ProgramIR.from_dict(program.metadata["template_ir"]).kernels()
-
-
-def ieee_port(task: Task) -> Program:
-    """The port at fp32 precision (the conv ports on TF32): checked at fp32 tolerance. A depthwise
-    conv (no dot) has no precision to set."""
-    port, ieee = coder.apply(task, None, PORT), Strategy.parse("precision ieee")
-    return coder.apply(task, port, ieee) if ieee in coder.legal_strategies(task, port) else port
-
-
-def fused(task: Task, program: Program) -> Program:
-    """Every `fuse epilogue` step, each one kernel fewer than before."""
-    while FUSE in coder.legal_strategies(task, program):
-        before = len(kernels(program))
-        program = coder.apply(task, program, FUSE)
-        assert len(kernels(program)) == before - 1
-    return program
 
 
 def assert_one_pooling_conv(program: Program, pool: str, *ops: str) -> None:

@@ -7,18 +7,16 @@ import re
 
 import pytest
 
-from coders.template import TemplateCoder, fuse, steps
+from coders.template import fuse, steps
 from coders.template.emit import conv as conv_emit
 from coders.template.emit.module import generate
 from coders.template.ir import ProgramIR
 from mtmc.program import Program
 from mtmc.protocols import CoderError
-from mtmc.strategies import PORT, Strategy
+from mtmc.strategies import Strategy
 from mtmc.tasks import Task
+from tests.coders.conv_fusion import coder, fused, ieee_port, kernels
 from tests.coders.test_template import check
-
-coder = TemplateCoder()
-FUSE = Strategy.parse("fuse epilogue")
 
 SOURCE = '''
 import torch
@@ -72,23 +70,6 @@ def reduce_task(nd: int, reduction: str, keepdim: bool = True, args: str = "", s
     source = SOURCE.format(nd=nd, module=module, args=args, ones=", ".join(["1"] * nd), spatial=SPATIAL[nd],
                            sizes=sizes, defaults=defaults, body=forward)
     return Task(name=f"conv{nd}d_reduce", source=source)
-
-
-def kernels(program: Program) -> list:
-    return ProgramIR.from_dict(program.metadata["template_ir"]).kernels()
-
-
-def ieee_port(task: Task) -> Program:
-    """The port at fp32 precision (the conv ports on TF32): checked at fp32 tolerance. A depthwise
-    conv (no dot) has no precision to set."""
-    port, ieee = coder.apply(task, None, PORT), Strategy.parse("precision ieee")
-    return coder.apply(task, port, ieee) if ieee in coder.legal_strategies(task, port) else port
-
-
-def fused(task: Task, program: Program) -> Program:
-    while FUSE in coder.legal_strategies(task, program):
-        program = coder.apply(task, program, FUSE)
-    return program
 
 
 def assert_one_reducing_conv(program: Program, reduction: str, kind: str = "conv") -> None:
