@@ -43,6 +43,7 @@ from typing import Any
 import torch
 
 from coders.template.emit.channel_reduce import reduces_channels, varies_by_channel
+from coders.template.emit.common import pow2_at_least_16
 from coders.template.ir import Kernel, Op, Operand, Output, ProgramIR, PyStep
 from coders.template.lower.configs import COLUMN_CONFIG, COLUMN_FULL_CONFIG
 from coders.template.trace import GNode, Graph, Ref, unsupported
@@ -127,13 +128,13 @@ def port_config(form: str, dtype: torch.dtype, out_per_group: int, in_per_group:
     if in_per_group >= 16 and taps > 1:
         config = dict(TAPS_CONFIG_16 if dtype in HALF else TAPS_CONFIG, k_loop="taps")
         # a channel block no deeper than the group's input channels, so few lanes are padding
-        config["BLOCK_K"] = min(config["BLOCK_K"], _pow2_at_least_16(in_per_group))
+        config["BLOCK_K"] = min(config["BLOCK_K"], pow2_at_least_16(in_per_group))
     else:
         config = dict(CONV_CONFIG_16 if dtype in HALF else CONV_CONFIG, k_loop="flat")
     if config["k_loop"] == "taps" and dtype == torch.float32 and out_per_group >= 128:
         config = {**config, **{k: TAPS_CONFIG_WIDE[k] for k in ("BLOCK_M", "BLOCK_N", "num_stages")}}
     # a tile no wider than the group's output channels (a dot needs at least 16)
-    config["BLOCK_N"] = min(config["BLOCK_N"], _pow2_at_least_16(out_per_group))
+    config["BLOCK_N"] = min(config["BLOCK_N"], pow2_at_least_16(out_per_group))
     if dtype == torch.float32:
         config["precision"] = "tf32"  # what eager's cuDNN convolution uses (see the docstring)
         # rounded to nearest as cuDNN does, in the channels-last copies: no cost in the kernel
@@ -159,10 +160,6 @@ def round_deep_tf32(ir: ProgramIR) -> ProgramIR:
         for kernel in convs:
             kernel.config["tf32_round"] = True
     return ir
-
-
-def _pow2_at_least_16(n: int) -> int:
-    return max(16, 1 << (n - 1).bit_length())
 
 
 # --------------------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from typing import Any
 import torch
 import torch.nn as nn
 
+from coders.template.emit.common import pow2_at_least_16
 from coders.template.ir import Kernel, Output, ProgramIR, self_path
 from coders.template.trace import Ref, unsupported
 
@@ -114,8 +115,8 @@ def lower_conv_transpose(graph, ir: ProgramIR, node, body) -> Kernel:
     w_shape = graph.node(w.name).shape
     groups = max(1, out_shape[1] // max(1, w_shape[1]))
     area = config["BLOCK_M"] * config["BLOCK_N"]
-    config["BLOCK_N"] = min(config["BLOCK_N"], _pow2_at_least_16(w_shape[1]))
-    config["BLOCK_K"] = min(config["BLOCK_K"], _pow2_at_least_16(w_shape[0] // groups))
+    config["BLOCK_N"] = min(config["BLOCK_N"], pow2_at_least_16(w_shape[1]))
+    config["BLOCK_K"] = min(config["BLOCK_K"], pow2_at_least_16(w_shape[0] // groups))
     # few output channels per group: more pixels per program keep the tile's area (a guess, not yet
     # measured; the tile and autotune steps choose from here)
     config["BLOCK_M"] = min(256, max(config["BLOCK_M"], area // config["BLOCK_N"]))
@@ -126,13 +127,6 @@ def lower_conv_transpose(graph, ir: ProgramIR, node, body) -> Kernel:
         config["channels_last"] = config["tf32_round"] = True
     return Kernel(name=node.name, kind="conv_transpose", space=space, operands=body.operands,
                   body=body.ops, outputs=[output], config=config)
-
-
-def _pow2_at_least_16(n: int) -> int:
-    p = 16
-    while p < n:
-        p *= 2
-    return p
 
 
 # --------------------------------------------------------------------------------------------------

@@ -10,7 +10,9 @@ the full-size conv output is written only where another step still reads it.
 
 from __future__ import annotations
 
-from coders.template.emit.common import REDUCTIONS, SMEM_BYTES, FusionError, Writer
+from collections.abc import Callable
+
+from coders.template.emit.common import REDUCTIONS, SMEM_BYTES, FusionError, Writer, pow2_at_least_16
 from coders.template.ir import Kernel, Output
 
 # the most output channels one tile holds: BLOCK_N = 256 fp32 columns of the accumulator
@@ -25,17 +27,12 @@ def reduces_channels(kernel: Kernel) -> bool:
     return any(op.op in REDUCTIONS for op in kernel.body)
 
 
-def block_n(c_out: int) -> int:
-    """The BLOCK_N that holds `c_out` channels: a power of two, at least 16 for tl.dot."""
-    return max(16, 1 << (max(c_out, 1) - 1).bit_length())
-
-
 def fit_tile(kernel: Kernel) -> None:
     """The config of a conv that just took a channel reduction: every traced channel in one tile,
     and BLOCK_M no larger than keeps the tile in registers. The launcher sets BLOCK_N again from
     the run-time C_out; the config's value is what the cost model and the menu see."""
     cfg = kernel.config
-    cfg["BLOCK_N"] = block_n(kernel.space["traced"][1])
+    cfg["BLOCK_N"] = pow2_at_least_16(kernel.space["traced"][1])  # every channel, and tl.dot's 16
     cfg["BLOCK_M"] = max(16, min(cfg["BLOCK_M"], TILE_ELEMENTS // cfg["BLOCK_N"]))
     itemsize = 2 if kernel.space.get("dtype") in ("float16", "bfloat16") else 4
     stage = (cfg["BLOCK_M"] + cfg["BLOCK_N"]) * cfg.get("BLOCK_K", 0) * itemsize  # an a and a b tile
@@ -96,10 +93,24 @@ def launch_block_n(w: Writer, channels: str, groups: str) -> str:
     return "_block_n"
 
 
+def launch_blocks(w: Writer, kernel: Kernel, consts: list[str], channels: str, groups: str,
+                  grid: Callable[[str, str], str]) -> list[str]:
+    """The grid line and the block arguments of a conv's or transposed conv's launch: the config's,
+    none under autotune (its configs give them), and a channel-reducing kernel's BLOCK_N, which the
+    launcher sets from `channels`. `grid(m, n)` is the grid for the BLOCK_M and BLOCK_N expressions."""
+    cfg = kernel.config
+    given = {} if cfg.get("autotune") else {k: str(cfg[k]) for k in consts}
+    if reduces_channels(kernel):
+        given["BLOCK_N"] = launch_block_n(w, channels, groups)
+    m, n = (given.get(k, f"meta['{k}']") for k in ("BLOCK_M", "BLOCK_N"))
+    w(("grid = lambda meta: " if cfg.get("autotune") else "grid = ") + grid(m, n))
+    return [f"{k}={v}" for k, v in given.items()]
+
+
 def tuning_menu(kernel: Kernel, keys: list[str], candidates: list[tuple]) -> tuple[list[str], list[tuple]]:
     """The autotune keys and candidates of a channel-reducing conv: BLOCK_N is the launcher's (it
     follows C_out), so it leaves the configs, and BLOCK_M keeps the tile within TILE_ELEMENTS."""
     at = keys.index("BLOCK_N")
-    limit = TILE_ELEMENTS // block_n(kernel.space["traced"][1])
+    limit = TILE_ELEMENTS // pow2_at_least_16(kernel.space["traced"][1])
     kept = [c[:at] + c[at + 1:] for c in candidates if c[keys.index("BLOCK_M")] <= max(16, limit)]
     return keys[:at] + keys[at + 1:], kept

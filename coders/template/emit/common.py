@@ -10,6 +10,12 @@ from coders.template.ir import Kernel, Op, Operand
 
 SMEM_BYTES = 227 * 1024  # the most shared memory one program may use on an H100 / H200
 
+
+def pow2_at_least_16(n: int) -> int:
+    """The power of two at or above n, at least 16 (tl.dot's smallest block)."""
+    return max(16, 1 << (max(n, 1) - 1).bit_length())
+
+
 REDUCTIONS = ("sum", "max", "min", "mean")
 # each reduction's value for masked-out elements, and the tl function combining a block
 IDENTITY = {"sum": "0.0", "mean": "0.0", "max": 'float("-inf")', "min": 'float("inf")'}

@@ -372,27 +372,16 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
     args = [source, f"{weight}_taps"] + [o.value for o in kernel.operands] + \
         [o.value for o in kernel.outputs] + ["n_batch", "C_in", "C_out", "CIG", "COG", "M", "K"] + geometry
     cols, groups = ("COG", "C_in // CIG") if is_gemm(kernel) else ("C_out", "1")
-    kw = _launch_blocks(w, kernel, cols, groups) + pooled
+    consts = ["BLOCK_M", "BLOCK_N", *(["BLOCK_K"] if is_gemm(kernel) else []), "num_warps", "num_stages"]
+    kw = channel_reduce.launch_blocks(w, kernel, consts, "C_out", groups, lambda m, n: (
+        f"(triton.cdiv(M, {m}) * triton.cdiv({cols}, {n}), {groups})"))
+    kw += pooled
     w("if M > 0 and C_out > 0:")
     for line in wrap_call(f"{name}[grid]", args + kw, "", w.depth + 1):
         w("    " + line)
     launcher.finish(w)
     w.dedent()
     w()
-
-
-def _launch_blocks(w: Writer, kernel: Kernel, cols: str, groups: str) -> list[str]:
-    """The grid, and the launch's block arguments: the config's, none under autotune (its configs
-    give them), and a channel-reducing conv's BLOCK_N, which the launcher sets from C_out."""
-    cfg = kernel.config
-    consts = ["BLOCK_M", "BLOCK_N"] + (["BLOCK_K"] if is_gemm(kernel) else []) + ["num_warps", "num_stages"]
-    given = {} if cfg.get("autotune") else {k: str(cfg[k]) for k in consts}
-    if channel_reduce.reduces_channels(kernel):
-        given["BLOCK_N"] = channel_reduce.launch_block_n(w, "C_out", groups)
-    m, n = (given.get(k, f"meta['{k}']") for k in ("BLOCK_M", "BLOCK_N"))
-    head = "grid = lambda meta: " if cfg.get("autotune") else "grid = "
-    w(f"{head}(triton.cdiv(M, {m}) * triton.cdiv({cols}, {n}), {groups})")
-    return [f"{k}={v}" for k, v in given.items()]
 
 
 def _channels_last_copy(kernel: Kernel, x: str, order: str) -> str:

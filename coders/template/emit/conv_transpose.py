@@ -281,26 +281,14 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
             f"{x}.shape[1] // _groups", "_cout_g", "_cout_g * _groups", f"math.prod({x}.shape[2:])",
             "_s_out", f"*{x}.shape[2:]", "*_out", f"*{wt}.shape[2:]", "*_stride", "*_padding",
             "*_dilation"]
-    kw = _launch_blocks(w, kernel)
+    consts = ["BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages"]
+    kw = channel_reduce.launch_blocks(w, kernel, consts, "_cout_g", "_groups", lambda m, n: (
+        f"(triton.cdiv(_m, {m}), triton.cdiv(_cout_g, {n}), _groups * _phases)"))
     for line in wrap_call(f"{name}[grid]", args + kw, "", w.depth):
         w(line)
     launcher.finish(w)
     w.dedent()
     w()
-
-
-def _launch_blocks(w: Writer, kernel: Kernel) -> list[str]:
-    """The grid, and the launch's block arguments: the config's, none under autotune (its configs
-    give them), and a channel-reducing kernel's BLOCK_N, which the launcher sets from C_out."""
-    cfg = kernel.config
-    consts = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages")
-    given = {} if cfg.get("autotune") else {k: str(cfg[k]) for k in consts}
-    if channel_reduce.reduces_channels(kernel):
-        given["BLOCK_N"] = channel_reduce.launch_block_n(w, "_cout_g", "_groups")
-    m, n = (given.get(k, f"meta['{k}']") for k in ("BLOCK_M", "BLOCK_N"))
-    head = "grid = lambda meta: " if cfg.get("autotune") else "grid = "
-    w(f"{head}(triton.cdiv(_m, {m}), triton.cdiv(_cout_g, {n}), _groups * _phases)")
-    return [f"{k}={v}" for k, v in given.items()]
 
 
 def _layouts(w: Writer, kernel: Kernel, x: str, wt: str, d: int) -> None:
