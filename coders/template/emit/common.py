@@ -255,12 +255,19 @@ def tile_epilogue(w: Writer, kernel: Kernel, axes: list[Axis], row: str | None =
     [BLOCK_M, 1] column that broadcasts against the tile, and an output without the axis's dims is
     stored one value per row."""
 
-    body = BodyEmitter(kernel, axis_loader(axes), reduce=column_reduction(columns) if columns else None)
+    body = tile_body(kernel, axes, columns)
     if row and col:  # the tile's element indices, for triu / tril in the epilogue
         body.special.update(triangles(body, row, col))
-    body.alias = {op.out: "acc" for op in kernel.body if op.op == "acc"}
     body.emit(w, kernel.body)
     store_outputs(w, kernel, axes, body, columns)
+
+
+def tile_body(kernel: Kernel, axes: list[Axis], columns: Axis | None) -> BodyEmitter:
+    """The emitter of a body on the accumulator tile `acc`, its reductions across `columns` if given
+    (tile_epilogue's, and emit/conv_pool.py's around its window loop)."""
+    body = BodyEmitter(kernel, axis_loader(axes), reduce=column_reduction(columns) if columns else None)
+    body.alias = {op.out: "acc" for op in kernel.body if op.op == "acc"}
+    return body
 
 
 def store_outputs(w: Writer, kernel: Kernel, axes: list[Axis], body: BodyEmitter,

@@ -22,13 +22,11 @@ from collections.abc import Callable
 
 from coders.template.emit.common import (
     Axis,
-    BodyEmitter,
     FusionError,
     Writer,
-    axis_loader,
-    column_reduction,
     needed,
     store_outputs,
+    tile_body,
     var,
 )
 from coders.template.ir import Kernel, Op
@@ -102,8 +100,7 @@ def emit_windows(w: Writer, kernel: Kernel, dims: list[str], conv_tile: Callable
     is emit/conv.py's epilogue axes and the channels' axis if it reduces them."""
     pool, before, inside, post = split(kernel)
     axes, columns = epilogue
-    body = BodyEmitter(kernel, axis_loader(axes), reduce=column_reduction(columns) if columns else None)
-    body.alias = {op.out: "acc" for op in kernel.body if op.op == "acc"}
+    body = tile_body(kernel, axes, columns)
     body.emit(w, before)
     window = " * ".join(constexprs(kernel))
     is_max = kernel.space["pool"]["op"] == "max"
