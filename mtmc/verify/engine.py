@@ -21,11 +21,8 @@ import dataclasses
 import hashlib
 import json
 import logging
-import random
 import secrets
-import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,23 +47,18 @@ from mtmc.verify.judging import (
     timing_problems,
     violations,
 )
-from mtmc.verify.protocol import call_schedule, derived_size, verdict_rng
+from mtmc.verify.protocol import call_schedule, verdict_rng
 from mtmc.verify.static import StaticReport, check_source
-from mtmc.verify.verdict import Status, Verdict
+from mtmc.verify.trusted import REFERENCE_BYTES_KEPT, REFERENCES_KEPT, TrustedRuns  # noqa: F401
+from mtmc.verify.verdict import Status, Verdict, VerifierError  # noqa: F401  (re-exported)
 from mtmc.verify.worker_pool import WorkerPool
 
 VERIFIER_VERSION = "2.2"  # bump whenever a change can flip a verdict: cached verdicts expire
 INTERPRETER_DEVICE = "cpu (triton interpreter)"
-REFERENCES_KEPT = 8  # tasks whose reference outputs stay in memory (mapped from RAM-backed files)...
-REFERENCE_BYTES_KEPT = 16 * 2**30  # ...as long as they fit in this; the latest is always kept
 FULL_ISOLATION = "netns+pidns+readonly+nobody"
 
 log = logging.getLogger(__name__)
 _warned_isolation: set[str] = set()  # one warning per process and level, not one per verdict
-
-
-class VerifierError(RuntimeError):
-    """The verifier itself failed (a harness bug, a task whose reference cannot run)."""
 
 
 @dataclass(frozen=True)
@@ -86,9 +78,12 @@ class Settings:
     peaks: dict[str, float | None] = field(default_factory=dict)
     seed: int | None = None
     strict: bool = False
+    shared_gpus: str = ""  # shared mode (timing_gpu.py) in words; "" in the default, exclusive mode
 
     def fingerprint(self) -> str:
         data = {k: v for k, v in dataclasses.asdict(self).items() if k not in {"seed", "strict"}}
+        if not self.shared_gpus:  # exclusive mode keeps the key it had before shared mode existed
+            del data["shared_gpus"]
         return json.dumps(data, sort_keys=True)
 
 
@@ -102,7 +97,6 @@ class Engine:
         self.settings = settings
         self.device_type = device_type  # "cpu" (interpreter) or "cuda"
         self.base_seed = settings.seed if settings.seed is not None else secrets.randbelow(2**31 - 10_000)
-        self._size_rng = random.Random(settings.seed) if settings.seed is not None else random.SystemRandom()
         self.cache = VerdictCache(cache_path) if cache_path else None
         self.seal = Seal()  # the verifier's own source, then each task file and reference inputs used
         package = Path(mtmc.__file__).parent
@@ -113,9 +107,7 @@ class Engine:
         self.isolation = pool.isolation
         _warn_isolation(self.isolation, pool.isolation_notes)
         self.device = INTERPRETER_DEVICE if device_type == "cpu" else self._probe_devices()
-        self._references: OrderedDict[str, Reference] = OrderedDict()
-        self._baselines: dict[str, dict[str, Any]] = {}
-        self._lock = threading.Lock()
+        self.trusted = TrustedRuns(pool, settings, device_type, self.seal, self.base_seed)
 
     # --- the protocol ------------------------------------------------------------------------------
     def verify(self, task: Task, program: Program) -> Verdict:
@@ -134,6 +126,8 @@ class Engine:
                 torch.cuda.empty_cache()
         verdict.device = self.device
         verdict.isolation = self.isolation
+        if self.settings.shared_gpus:
+            verdict.flags.append(f"shared_gpu: {self.settings.shared_gpus}")
         verdict.verifier_version = VERIFIER_VERSION
         verdict.wall_s = round(time.monotonic() - start, 3)
         if self.cache is not None and cacheable(verdict):
@@ -147,7 +141,7 @@ class Engine:
         if self.settings.static_checks and not report.ok:
             return Verdict(Status.REJECTED, "static checks failed:\n" + violations(report))
         started = time.monotonic()
-        reference = self._reference(task)
+        reference = self.trusted.reference(task)
         phases = {"reference": round(time.monotonic() - started, 4)}
         outcome, result = self.pool.run("candidate", self._candidate_args(task, program, reference),
                                         self.settings.timeout_s)
@@ -225,7 +219,7 @@ class Engine:
         if timing.get("side_streams"):
             verdict.flags.append(f"side_streams: kernels ran on {len(timing['side_streams'])} other CUDA "
                                  "stream(s); timed device-wide, host launch overhead included")
-        baseline = self._baseline(task, reference) if self.settings.baselines else {}
+        baseline = self.trusted.baseline(task, reference) if self.settings.baselines else {}
         verdict.eager_ms, verdict.compiled_ms = baseline.get("eager_ms"), baseline.get("compiled_ms")
         verdict.baseline_flags = dict(baseline.get("backend_flags", {}))
         verdict.flags += baseline.get("flags", [])
@@ -257,83 +251,6 @@ class Engine:
             self.seal.check()
         except IntegrityError as err:
             raise VerifierError(str(err)) from None
-
-    # --- trusted children: reference and baselines ----------------------------------------------
-    def _reference(self, task: Task) -> Reference:
-        key = hashlib.sha256(task.source.encode()).hexdigest()
-        with self._lock:
-            if key in self._references:
-                self._references.move_to_end(key)
-                return self._references[key]
-            size_sets = task.sizes(self.device_type)
-            derived = derived_size(task, size_sets[0], self._size_rng) if len(size_sets) == 1 else None
-            try:
-                reference = self._run_reference(task, key, size_sets, derived)
-            except VerifierError as err:
-                if derived is None:
-                    raise
-                reference = self._run_reference(task, key, size_sets, None)
-                why = str(err).splitlines()[0][:200]
-                reference.flags.append(f"no_derived_size: the reference fails at {derived} ({why}); "
-                                       "checked at the declared size only")
-            self.seal.add_file(reference.inputs_path)  # what every candidate regenerates its inputs from
-            if task.path:
-                self.seal.add_file(task.path)
-            self._references[key] = reference
-            while len(self._references) > 1 and (
-                    len(self._references) > REFERENCES_KEPT
-                    or sum(r.nbytes for r in self._references.values()) > REFERENCE_BYTES_KEPT):
-                self._references.popitem(last=False)
-            return reference
-
-    def _run_reference(self, task: Task, key: str, size_sets: list[dict[str, Any]],
-                       derived: dict[str, Any] | None) -> Reference:
-        """The reference on every case: each size set's seeds, and one seed of the derived size
-        (a second size, drawn by the verifier, for a task that declares one: protocol.py)."""
-        seed = self.base_seed
-        plan = [(sizes, self._seeds(j)) for j, sizes in enumerate(size_sets)]
-        plan += [(derived, 1)] if derived else []
-        cases = [{"sizes": sizes, "model_seed": seed + i, "input_seed": seed + 5000 + i, "mode": task.mode}
-                 for sizes, seeds in plan for i in range(seeds)]
-        # Timed on a GPU: the first size's cases, each its own input set (see timing.py).
-        timing_sets = [i for i, c in enumerate(cases) if c["sizes"] == cases[0]["sizes"]] \
-            if self.device_type == "cuda" else None
-        folder = self.pool.data_dir(f"reference-{key[:16]}")
-        inputs_path = str(folder / "inputs.pt")
-        outcome, result = self.pool.run(
-            "reference", {"task_name": task.name, "task_source": task.source, "cases": cases,
-                          "device": self.device_type, "inputs_path": inputs_path,
-                          "timing_sets": timing_sets}, self.settings.timeout_s)
-        if outcome.status != "done":
-            raise VerifierError(f"{task.where}: running the reference failed ({outcome.status} "
-                                f"{outcome.detail}):\n{outcome.log_tail}")
-        return Reference(cases, result["expected"], result["timing_expected"], inputs_path, timing_sets,
-                         eager_tf32=result["eager_tf32"])
-
-    def _seeds(self, size_index: int) -> int:
-        # GPU sizes are GBs of outputs per case: the first size gets every seed (its cases are also
-        # the timing input sets), each further GPU size (odd shapes, for the masks) one seed.
-        return self.settings.seeds if size_index == 0 or self.device_type == "cpu" else 1
-
-    def _baseline(self, task: Task, reference: Reference) -> dict[str, Any]:
-        key = hashlib.sha256(task.source.encode()).hexdigest()
-        with self._lock:
-            if key not in self._baselines:
-                self._baselines[key] = self._run_baseline(task, reference)
-            return self._baselines[key]
-
-    def _run_baseline(self, task: Task, reference: Reference) -> dict[str, Any]:
-        outcome, result = self.pool.run(
-            "baseline", {"task_name": task.name, "task_source": task.source,
-                         "inputs_path": reference.inputs_path, "timing": self.settings.timing,
-                         "compiled": self.settings.compile_baseline}, self.settings.baseline_timeout_s)
-        if outcome.status != "done":
-            return {"flags": [f"baseline_failed: {outcome.status} {outcome.detail}"]}
-        timings = result["timings"]
-        flags = [f"compile_baseline_failed: {result['compile_error']}"] if result["compile_error"] else []
-        return {"eager_ms": timings["eager"]["reported_ms"],
-                "compiled_ms": timings.get("compiled", {}).get("reported_ms"), "flags": flags,
-                "backend_flags": result.get("backend_flags", {})}
 
     def _candidate_args(self, task: Task, program: Program, reference: Reference) -> dict[str, Any]:
         schedule = call_schedule(len(reference.cases), verdict_rng(self.settings.seed, program.digest))

@@ -83,3 +83,8 @@ def _ratio(numerator: float | None, denominator: float | None) -> float | None:
     if numerator is None or not denominator:
         return None
     return numerator / denominator
+
+
+class VerifierError(RuntimeError):
+    """The verifier itself failed (a harness bug, a task whose reference cannot run): raised, never
+    a verdict, since it says nothing of the candidate."""

@@ -41,6 +41,7 @@ JUDGING, ENGINE = "mtmc/verify/judging.py", "mtmc/verify/engine.py"
 SPARE, KEPT_STATE = "mtmc/verify/spare.py", "mtmc/verify/kept_state.py"
 STATIC_RULES = "mtmc/verify/static_rules.py"
 CASE_IO = "mtmc/verify/case_io.py"
+TRUSTED = "mtmc/verify/trusted.py"
 TENSOR_COMPARE = "mtmc/verify/tensor_compare.py"
 STATIC_FILES = [STATIC, LAUNCH]
 MIRROR = {STATIC: "tests/verify/test_static.py", LAUNCH: "tests/verify/test_static.py",
@@ -53,7 +54,8 @@ MIRROR = {STATIC: "tests/verify/test_static.py", LAUNCH: "tests/verify/test_stat
           JUDGING: "tests/verify/test_corpus.py", ENGINE: "tests/verify/test_verifier.py",
           SPARE: ["tests/verify/test_forkserver.py", "tests/verify/test_sandbox.py"],
           KEPT_STATE: "tests/verify/test_child.py", STATIC_RULES: "tests/verify/test_static.py",
-          CASE_IO: ["tests/verify/test_case_io.py", "tests/verify/test_child.py"]}
+          CASE_IO: ["tests/verify/test_case_io.py", "tests/verify/test_child.py"],
+          TRUSTED: "tests/verify/test_verifier.py"}
 
 
 @dataclass(frozen=True)
@@ -149,7 +151,7 @@ MANUAL = [
      "elif foreign and not task.library_ops:", "elif False:"),
     ("protocol: no repeats", PROTOCOL,
      "calls += [rng.randrange(cases) for _ in range(rng.randint(*EXTRA_CALLS))]", "pass"),
-    ("protocol: no derived size", ENGINE,
+    ("protocol: no derived size", TRUSTED,
      "derived = derived_size(task, size_sets[0], self._size_rng) if len(size_sets) == 1 else None",
      "derived = None"),
     ("protocol: repeats not compared", CHILD,

@@ -10,6 +10,7 @@ from mtmc.tasks import load_task
 from mtmc.verify import Status
 from mtmc.verify.child import _same, _unless_same
 from mtmc.verify.static import check_source
+from mtmc.verify.trusted import TrustedRuns
 from mtmc.verify.verifier import Engine, Reference, Settings, _timing_outputs_problem
 
 TASK = load_task(TASKS / "pointwise.py")
@@ -55,8 +56,8 @@ def test_a_reference_that_differs_from_its_case_is_judged_against_the_candidate_
 def test_only_the_first_gpu_size_gets_every_seed():
     gpu = SimpleNamespace(settings=Settings(seeds=3), device_type="cuda")
     cpu = SimpleNamespace(settings=Settings(seeds=3), device_type="cpu")
-    assert [Engine._seeds(gpu, j) for j in range(3)] == [3, 1, 1]
-    assert [Engine._seeds(cpu, j) for j in range(3)] == [3, 3, 3]
+    assert [TrustedRuns._seeds(gpu, j) for j in range(3)] == [3, 1, 1]
+    assert [TrustedRuns._seeds(cpu, j) for j in range(3)] == [3, 3, 3]
 
 
 def test_reference_size_counts_every_kept_tensor():

@@ -48,7 +48,7 @@ def test_infrastructure_failures_are_not_cached(verifier, tmp_path, monkeypatch)
 def test_seeds_are_secret_per_verifier_unless_given(verifier):
     assert verifier.engine.settings.seed is None
     task, _ = honest_softmax()
-    cases = verifier.engine._reference(task).cases
+    cases = verifier.engine.trusted.reference(task).cases
     assert len(cases) == 2 * 3  # two CPU sizes x three seeds
     assert len({c["model_seed"] for c in cases}) == 3
     assert all(c["input_seed"] != c["model_seed"] for c in cases)

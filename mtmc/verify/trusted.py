@@ -1,0 +1,129 @@
+"""The verifier's trusted children, made once per task: the reference (its outputs on every case,
+kept in this process for the latest tasks) and the baselines (eager and torch.compile, timed).
+
+Threads judging one task wait for its reference and baselines; other tasks' are made at the same
+time, on other workers (a verifier with several workers judges several tasks at once).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import threading
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
+
+from mtmc.tasks import Task
+from mtmc.verify.integrity import Seal
+from mtmc.verify.judging import Reference
+from mtmc.verify.protocol import derived_size
+from mtmc.verify.verdict import VerifierError
+from mtmc.verify.worker_pool import WorkerPool
+
+if TYPE_CHECKING:
+    from mtmc.verify.engine import Settings
+
+REFERENCES_KEPT = 8  # tasks whose reference outputs stay in memory (mapped from RAM-backed files)...
+REFERENCE_BYTES_KEPT = 16 * 2**30  # ...as long as they fit in this; the latest is always kept
+
+
+class TrustedRuns:
+    def __init__(self, pool: WorkerPool, settings: Settings, device_type: str, seal: Seal,
+                 base_seed: int) -> None:
+        self.pool, self.settings, self.device_type, self.seal = pool, settings, device_type, seal
+        self.base_seed = base_seed
+        self._size_rng = random.Random(settings.seed) if settings.seed is not None else random.SystemRandom()
+        self._references: OrderedDict[str, Reference] = OrderedDict()
+        self._baselines: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()  # the tables above; each task's jobs have their own (_task_lock)
+        self._task_locks: dict[tuple[str, str], threading.Lock] = {}
+
+    def reference(self, task: Task) -> Reference:
+        """The task's reference outputs on every case (made once, kept for the latest tasks)."""
+        key = hashlib.sha256(task.source.encode()).hexdigest()
+        with self._task_lock("reference", key):  # each task's once; other tasks' at the same time
+            with self._lock:
+                if key in self._references:
+                    self._references.move_to_end(key)
+                    return self._references[key]
+            reference = self._new_reference(task, key)
+            with self._lock:
+                self._references[key] = reference
+                while len(self._references) > 1 and (
+                        len(self._references) > REFERENCES_KEPT
+                        or sum(r.nbytes for r in self._references.values()) > REFERENCE_BYTES_KEPT):
+                    self._references.popitem(last=False)
+            return reference
+
+    def _new_reference(self, task: Task, key: str) -> Reference:
+        size_sets = task.sizes(self.device_type)
+        derived = derived_size(task, size_sets[0], self._size_rng) if len(size_sets) == 1 else None
+        try:
+            reference = self._run_reference(task, key, size_sets, derived)
+        except VerifierError as err:
+            if derived is None:
+                raise
+            reference = self._run_reference(task, key, size_sets, None)
+            why = str(err).splitlines()[0][:200]
+            reference.flags.append(f"no_derived_size: the reference fails at {derived} ({why}); "
+                                   "checked at the declared size only")
+        self.seal.add_file(reference.inputs_path)  # what every candidate regenerates its inputs from
+        if task.path:
+            self.seal.add_file(task.path)
+        return reference
+
+    def _task_lock(self, kind: str, key: str) -> threading.Lock:
+        """One lock per task and kind of trusted job: threads judging one task wait for its reference
+        (or baselines) to be made once, while other tasks' are made at the same time."""
+        with self._lock:
+            return self._task_locks.setdefault((kind, key), threading.Lock())
+
+    def _run_reference(self, task: Task, key: str, size_sets: list[dict[str, Any]],
+                       derived: dict[str, Any] | None) -> Reference:
+        """The reference on every case: each size set's seeds, and one seed of the derived size
+        (a second size, drawn by the verifier, for a task that declares one: protocol.py)."""
+        seed = self.base_seed
+        plan = [(sizes, self._seeds(j)) for j, sizes in enumerate(size_sets)]
+        plan += [(derived, 1)] if derived else []
+        cases = [{"sizes": sizes, "model_seed": seed + i, "input_seed": seed + 5000 + i, "mode": task.mode}
+                 for sizes, seeds in plan for i in range(seeds)]
+        # Timed on a GPU: the first size's cases, each its own input set (see timing.py).
+        timing_sets = [i for i, c in enumerate(cases) if c["sizes"] == cases[0]["sizes"]] \
+            if self.device_type == "cuda" else None
+        folder = self.pool.data_dir(f"reference-{key[:16]}")
+        inputs_path = str(folder / "inputs.pt")
+        outcome, result = self.pool.run(
+            "reference", {"task_name": task.name, "task_source": task.source, "cases": cases,
+                          "device": self.device_type, "inputs_path": inputs_path,
+                          "timing_sets": timing_sets}, self.settings.timeout_s)
+        if outcome.status != "done":
+            raise VerifierError(f"{task.where}: running the reference failed ({outcome.status} "
+                                f"{outcome.detail}):\n{outcome.log_tail}")
+        return Reference(cases, result["expected"], result["timing_expected"], inputs_path, timing_sets,
+                         eager_tf32=result["eager_tf32"])
+
+    def _seeds(self, size_index: int) -> int:
+        # GPU sizes are GBs of outputs per case: the first size gets every seed (its cases are also
+        # the timing input sets), each further GPU size (odd shapes, for the masks) one seed.
+        return self.settings.seeds if size_index == 0 or self.device_type == "cpu" else 1
+
+    def baseline(self, task: Task, reference: Reference) -> dict[str, Any]:
+        """Eager and torch.compile times of the task (made once)."""
+        key = hashlib.sha256(task.source.encode()).hexdigest()
+        with self._task_lock("baseline", key):
+            if key not in self._baselines:
+                self._baselines[key] = self._run_baseline(task, reference)
+            return self._baselines[key]
+
+    def _run_baseline(self, task: Task, reference: Reference) -> dict[str, Any]:
+        outcome, result = self.pool.run(
+            "baseline", {"task_name": task.name, "task_source": task.source,
+                         "inputs_path": reference.inputs_path, "timing": self.settings.timing,
+                         "compiled": self.settings.compile_baseline}, self.settings.baseline_timeout_s)
+        if outcome.status != "done":
+            return {"flags": [f"baseline_failed: {outcome.status} {outcome.detail}"]}
+        timings = result["timings"]
+        flags = [f"compile_baseline_failed: {result['compile_error']}"] if result["compile_error"] else []
+        return {"eager_ms": timings["eager"]["reported_ms"],
+                "compiled_ms": timings.get("compiled", {}).get("reported_ms"), "flags": flags,
+                "backend_flags": result.get("backend_flags", {})}
