@@ -31,7 +31,7 @@ from typing import Any
 import torch
 
 from mtmc.tasks.task import Task
-from mtmc.verify import proof
+from mtmc.verify import proof, timing_gpu
 from mtmc.verify.case_io import (
     EAGER_TF32_OPS,
     OpNames,
@@ -117,7 +117,7 @@ def _unless_same(outputs: list[torch.Tensor], case_outputs: list[torch.Tensor]) 
 # ------------------------------------------------------------------------------------------------
 def candidate(source: str, digest: str, inputs_path: str, device: str, library_ops: list[str],
               time_it: bool, timing: dict[str, Any], profile_share: bool,
-              schedule: list[int] | None = None) -> dict[str, Any]:
+              schedule: list[int] | None = None, timing_lock: str | None = None) -> dict[str, Any]:
     precise_reference()  # vendor calls a task allows run at the reference's precision
     path = Path.cwd() / f"candidate_{digest}.py"
     path.write_text(source)
@@ -152,7 +152,8 @@ def candidate(source: str, digest: str, inputs_path: str, device: str, library_o
     result["launches"] = dict(counter.kernels)
     if device == "cuda" and (profile_share or time_it):
         try:
-            _gpu_measurements(result, module, data, others, time_it, timing, profile_share, clock)
+            _gpu_measurements(result, module, data, others, time_it, timing, profile_share, clock,
+                              timing_lock)
         except BaseException as err:
             return {**result, "error": _error_kind(err), "message": _candidate_traceback(err, path)}
     result["other_calls"] = others.report()
@@ -319,33 +320,35 @@ class _PhaseClock:
 
 
 def _gpu_measurements(result: dict[str, Any], module: Any, data: dict[str, Any], forward: CallAudit,
-                      time_it: bool, timing: dict[str, Any], profile_share: bool, clock: _PhaseClock) -> None:
-    counter = forward.counter
-    model = candidate_model(module, data["cases"][data["timing"]["case"]], "cuda")
-    sets = [to_device(data["cases"][i]["inputs"], "cuda") for i in data["timing"]["sets"]]
+                      time_it: bool, timing: dict[str, Any], profile_share: bool, clock: _PhaseClock,
+                      timing_lock: str | None) -> None:
+    home_stream = torch.cuda.current_stream().cuda_stream  # the correctness runs' stream
+    with timing_gpu.on_timing_device(timing_lock):  # shared mode (timing_gpu.py): the timing GPU, alone
+        counter = forward.counter
+        model = candidate_model(module, data["cases"][data["timing"]["case"]], "cuda")
+        sets = [to_device(data["cases"][i]["inputs"], "cuda") for i in data["timing"]["sets"]]
 
-    def call(inputs: list[Any]) -> list[torch.Tensor]:
-        # Under the census like a case's call: its host cost is hidden by the timing's pre-call
-        # sleep, which is sized from the warm-up calls (census included).
-        return as_list(forward(model, inputs))
+        def call(inputs: list[Any]) -> list[torch.Tensor]:
+            # Under the census like a case's call: its host cost is hidden by the pre-call sleep.
+            return as_list(forward(model, inputs))
 
-    if profile_share:
-        result["share"] = proof.triton_share(lambda: call(sets[0]), set(counter.kernels))
-        clock.lap("profile")
-    if time_it:
-        own = [[o.clone() for o in call(s)] for s in sets]  # untimed outputs, judged by the main process
-        torch.cuda.synchronize()
-        result["timing_outputs"] = [_unless_same(outs, result["cases"][i]["outputs"])
-                                    for outs, i in zip(own, data["timing"]["sets"], strict=True)]
-        exact = all(c["deterministic"] for c in result["cases"])
-        here = torch.cuda.current_stream().cuda_stream
-        side_before = counter.streams - {here}  # from the correctness runs
-        result["timing"] = time_calls({"candidate": call}, sets, {"candidate": own}, exact,
-                                      TimingOptions(**timing, hide_host_overhead=not side_before))
-        side = counter.streams - {here}
-        result["timing"]["side_streams"] = sorted(side)
-        result["timing"]["side_streams_late"] = bool(side) and not side_before
-        clock.lap("timing")
+        if profile_share:
+            result["share"] = proof.triton_share(lambda: call(sets[0]), set(counter.kernels))
+            clock.lap("profile")
+        if time_it:
+            own = [[o.clone() for o in call(s)] for s in sets]  # untimed outputs, judged by the main process
+            torch.cuda.synchronize()
+            result["timing_outputs"] = [_unless_same(outs, result["cases"][i]["outputs"])
+                                        for outs, i in zip(own, data["timing"]["sets"], strict=True)]
+            exact = all(c["deterministic"] for c in result["cases"])
+            ours = {home_stream, torch.cuda.current_stream().cuda_stream}  # (shared mode: two GPUs)
+            side_before = counter.streams - ours  # from the correctness runs
+            result["timing"] = time_calls({"candidate": call}, sets, {"candidate": own}, exact,
+                                          TimingOptions(**timing, hide_host_overhead=not side_before))
+            side = counter.streams - ours
+            result["timing"]["side_streams"] = sorted(side)
+            result["timing"]["side_streams_late"] = bool(side) and not side_before
+            clock.lap("timing")
 
 
 # ------------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from typing import Any
 import torch
 
 from mtmc.tasks.task import Task
+from mtmc.verify import timing_gpu
 from mtmc.verify.case_io import as_list, default_backend_flags, load_inputs, reference_model, to_device
 from mtmc.verify.timing import TimingOptions, time_calls
 
@@ -29,9 +30,16 @@ def probe(device: str) -> dict[str, Any]:
 
 
 def baseline(task_name: str, task_source: str, inputs_path: str, timing: dict[str, Any],
-             compiled: bool) -> dict[str, Any]:
+             compiled: bool, timing_lock: str | None = None) -> dict[str, Any]:
     """Eager and torch.compile times of the reference on the candidate's timing inputs, with
-    PyTorch's default backend flags (returned under "backend_flags")."""
+    PyTorch's default backend flags (returned under "backend_flags"). Shared mode (timing_gpu.py):
+    all of it on the timing GPU, the timing under its lock (torch.compile's minutes are not)."""
+    with timing_gpu.timing_device(timing_lock):
+        return _baseline(task_name, task_source, inputs_path, timing, compiled, timing_lock)
+
+
+def _baseline(task_name: str, task_source: str, inputs_path: str, timing: dict[str, Any],
+              compiled: bool, timing_lock: str | None) -> dict[str, Any]:
     backend_flags = default_backend_flags()
     os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")  # no compile pools in a child
     task = Task(name=task_name, source=task_source)
@@ -56,5 +64,6 @@ def baseline(task_name: str, task_source: str, inputs_path: str, timing: dict[st
             calls["compiled"] = compiled_call
         except Exception as err:  # an op inductor cannot compile: eager only, and say why
             result["compile_error"] = f"{type(err).__name__}: {err}"[:500]
-    result.update(time_calls(calls, sets, {}, True, TimingOptions(**timing)))
+    with timing_gpu.on_timing_device(timing_lock):
+        result.update(time_calls(calls, sets, {}, True, TimingOptions(**timing)))
     return result

@@ -16,6 +16,7 @@ import torch
 import mtmc
 from mtmc.program import Program
 from mtmc.tasks import Task
+from mtmc.verify import timing_gpu
 from mtmc.verify.engine import (  # noqa: F401  (re-exported: callers import them from here)
     FULL_ISOLATION,
     INTERPRETER_DEVICE,
@@ -75,10 +76,10 @@ class LocalVerifier:
                  warmup_ms: float = 100.0, min_reps: int = 10,
                  max_reps: int = 200, target_rse: float = 0.01, time_budget_s: float = 2.0,
                  baselines: bool = True, compile_baseline: bool = True, baseline_timeout_s: float = 900.0,
-                 seed: int | None = None, strict: bool = False) -> None:
-        gpus = list(range(torch.cuda.device_count())) if gpus is None else list(gpus)
-        if not gpus:
-            raise VerifierError("LocalVerifier needs a CUDA GPU; use InterpreterVerifier on the CPU")
+                 seed: int | None = None, strict: bool = False, workers_per_gpu: int = 1,
+                 timing_gpus: list[int] | None = None) -> None:
+        """`timing_gpus` and `workers_per_gpu` > 1: shared mode (timing_gpu.py), for trusted programs."""
+        layout, shared = _gpu_layout(gpus, workers_per_gpu, list(timing_gpus or []))
         timing = {"warmup_ms": warmup_ms, "min_reps": min_reps, "max_reps": max_reps,
                   "target_rse": target_rse, "budget_s": time_budget_s}
         peaks = {"bandwidth": peak_bandwidth, "flops_fp32": peak_flops_fp32, "flops_fp16": peak_flops_fp16,
@@ -87,10 +88,10 @@ class LocalVerifier:
                             triton_share_min=triton_share_min, floor_margin=floor_margin,
                             excess_speedup=excess_speedup, timing=timing, baselines=baselines,
                             compile_baseline=compile_baseline, baseline_timeout_s=baseline_timeout_s,
-                            peaks=peaks, seed=seed, strict=strict)
-        envs = [_worker_env({"TRITON_INTERPRET": None, "CUDA_VISIBLE_DEVICES": str(_physical(g))})
-                for g in gpus]
-        pool = WorkerPool("cuda", envs, memory_limit_gb, None)
+                            peaks=peaks, seed=seed, strict=strict, shared_gpus=shared)
+        envs = [_worker_env({"TRITON_INTERPRET": None, "CUDA_VISIBLE_DEVICES": devices})
+                for devices, _ in layout]
+        pool = WorkerPool("cuda", envs, memory_limit_gb, None, [group for _, group in layout])
         self.engine = Engine(pool, settings, "cuda", cache_path)
 
     def verify(self, task: Task, program: Program) -> Verdict:
@@ -121,6 +122,24 @@ def make_verifier(backend: str = "auto", **kwargs: Any) -> InterpreterVerifier |
         raise TypeError(f"make_verifier: the {backend} backend ({cls.__name__}) takes no "
                         f"{', '.join(foreign)}; it takes {', '.join(accepted)}")
     return cls(**kwargs)
+
+
+def _gpu_layout(gpus: list[int] | None, workers_per_gpu: int,
+                timing_gpus: list[int]) -> tuple[list[tuple[str, int | None]], str]:
+    """Each worker's CUDA_VISIBLE_DEVICES and timing group (timing_gpu.worker_layout), and shared
+    mode in words ("" in exclusive mode). No `gpus`: every visible GPU but the timing ones."""
+    if gpus is None:
+        gpus = [g for g in range(torch.cuda.device_count()) if g not in timing_gpus]
+    if not gpus:
+        raise VerifierError("LocalVerifier needs a CUDA GPU; use InterpreterVerifier on the CPU")
+    try:
+        layout = timing_gpu.worker_layout([_physical(g) for g in gpus], workers_per_gpu,
+                                          [_physical(g) for g in timing_gpus])
+    except ValueError as err:
+        raise VerifierError(f"LocalVerifier: {err}") from None
+    shared = (f"{workers_per_gpu} workers on each of GPU(s) {list(gpus)}, timed one at a time on GPU(s) "
+              f"{timing_gpus}") if timing_gpus else ""
+    return layout, shared
 
 
 def _worker_env(overrides: dict[str, str | None]) -> dict[str, str]:

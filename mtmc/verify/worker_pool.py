@@ -21,14 +21,15 @@ from typing import Any
 
 import torch
 
-from mtmc.verify import sandbox
+from mtmc.verify import sandbox, timing_gpu
 from mtmc.verify.forkserver import NPROC_HEADROOM, Outcome, Worker
 from mtmc.verify.transport import restore
 
 
 class WorkerPool:
     def __init__(self, backend: str, envs: list[dict[str, str]], memory_gb: float | None,
-                 cpu_threads: int | None) -> None:
+                 cpu_threads: int | None, timing_groups: list[int | None] | None = None) -> None:
+        """`timing_groups`: each worker's timing GPU in shared mode (timing_gpu.py), None: exclusive."""
         self.root = Path(tempfile.mkdtemp(prefix="mtmc-verify-", dir=scratch_parent()))
         self.memory_gb = memory_gb
         self.cpu_threads = cpu_threads
@@ -36,6 +37,9 @@ class WorkerPool:
         # The workers' candidates all run as nobody and share its process count (RLIMIT_NPROC).
         self.nproc_headroom = NPROC_HEADROOM * len(envs)
         self.workers = [Worker(backend, env, self.root / f"worker{i}.log") for i, env in enumerate(envs)]
+        groups = timing_groups or [None] * len(envs)
+        self.timing_locks = {id(w): None if g is None else timing_gpu.lock_file(self.root, g)
+                             for w, g in zip(self.workers, groups, strict=True)}
         for worker in self.workers:  # all launched first: they import torch in parallel
             worker.wait_ready()
         self._idle: queue.Queue[Worker] = queue.Queue()
@@ -54,12 +58,13 @@ class WorkerPool:
                timeout_s: float) -> tuple[Outcome, dict[str, Any] | None]:
         scratch = self.root / f"job{next(self._numbers)}"
         scratch.mkdir()
+        args = with_timing_lock(job, args, self.timing_locks.get(id(worker)))
         try:
             outcome = worker.run({"job": job, "args": args, "scratch": str(scratch),
                                   "memory_gb": self.memory_gb, "cpu_threads": self.cpu_threads,
                                   "nproc_headroom": self.nproc_headroom,
                                   "isolate": job in sandbox.UNTRUSTED_JOBS,  # a candidate reads only:
-                                  "readable": [args["inputs_path"]] if "inputs_path" in args else []},
+                                  "readable": [args[k] for k in READABLE_ARGS if args.get(k)]},
                                  timeout_s)
             result = None
             if outcome.status == "done":
@@ -100,6 +105,12 @@ class WorkerPool:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
+def with_timing_lock(job: str, args: dict[str, Any], lock: str | None) -> dict[str, Any]:
+    """A timed job on a shared-mode worker gets its timing GPU's lock (the child times under it)."""
+    return {**args, "timing_lock": lock} if lock and job in timing_gpu.TIMED_JOBS else args
+
+
+READABLE_ARGS = ("inputs_path", "timing_lock")  # files a confined child may read (all else is hidden)
 SHM = Path("/dev/shm")
 SHM_MIN_FREE = 16 * 2**30  # below this a RAM-backed folder could fill up with one task's outputs
 

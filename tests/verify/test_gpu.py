@@ -182,3 +182,26 @@ def test_host_outputs_of_several_chunks_are_compared_on_the_gpu_with_the_same_ve
     whole = compare_values(ref, out, 1e-4, 1e-4, 0.0, "t", chunk=1 << 30)
     assert not chunked.ok and "1 of 300001 elements outside" in chunked.message
     assert (chunked.max_abs_error, chunked.message) == (whole.max_abs_error, whole.message)
+
+
+def test_shared_mode_judges_two_candidates_at_once_and_times_them_on_the_timing_gpu():
+    """timing_gpu.py: two workers on GPU 0, timing (and the baselines) on GPU 1 under its lock."""
+    import concurrent.futures
+
+    import torch
+
+    if torch.cuda.device_count() < 2:
+        pytest.skip("shared mode needs two GPUs")
+    pointwise = (TASKS.parent / "honest" / "pointwise.py").read_text()
+    pairs = [(load_task(TASKS / "softmax.py"), Program(SOFTMAX)),
+             (load_task(TASKS / "pointwise.py"), Program(pointwise))]
+    with LocalVerifier(gpus=[0], timing_gpus=[1], workers_per_gpu=2, timeout_s=60.0, strict=True) as v:
+        assert len(v.engine.pool.workers) == 2
+        with concurrent.futures.ThreadPoolExecutor(2) as threads:
+            verdicts = list(threads.map(lambda pair: v.verify(*pair), pairs))
+    for verdict in verdicts:
+        table = format_verdict_table(verdict)
+        assert verdict.ok, table
+        assert verdict.candidate_ms > 0 and verdict.eager_ms > 0, table
+        assert any(f.startswith("shared_gpu: 2 workers") for f in verdict.flags), table
+        assert not any(f.startswith("side_streams") for f in verdict.flags), table
