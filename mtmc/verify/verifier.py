@@ -85,7 +85,12 @@ class InterpreterVerifier(_EngineVerifier):
 
 
 class LocalVerifier(_EngineVerifier):
-    """GPU backend: one warm fork-server per visible GPU; correctness, proof of work and timing."""
+    """GPU backend: one warm fork-server per visible GPU; correctness, proof of work and timing.
+
+    Over several GPUs, `verify_many` judges one program per GPU at once. Open question: this process
+    compares large outputs on its own current GPU (tensor_compare.py), which one worker also runs and
+    times candidates on; judged one at a time the two never overlapped, judged at once they can.
+    """
 
     def __init__(self, seeds: int = 3, timeout_s: float = 120.0, gpus: list[int] | None = None,
                  cache_path: str | None = None, static_checks: bool = True,
