@@ -14,13 +14,16 @@ a folder never mixes results of two configurations.
 Parallelism: with GPUs, one spawned worker process per GPU, its CUDA_VISIBLE_DEVICES set to that
 GPU before it starts, so everything in it (the verifier's fork-server, an LLM planner or coder)
 sees exactly one device and each GPU runs one task at a time. Without GPUs, the tasks run here, one
-after another (the Triton interpreter: correctness only). Roles are built once per worker, not per
-task: LLM planners and coders load their model once; planners keep no per-task state (they read the
-run's history), so sharing one across tasks does not change their choices.
+after another (the Triton interpreter: correctness only), or several at a time as below. Roles are
+built once per worker, not per task: LLM planners and coders load their model once; planners keep no
+per-task state (they read the run's history), so sharing one across tasks does not change their
+choices.
 
 A verifier that judges several programs at once (`concurrency` > 1: verifier=ray, one verdict per
-actor) is built once, here, and the bench runs that many tasks at a time in threads of this process
-(`run_concurrently`); the GPUs are the actors' (the job passes no `gpus`). The threads take turns:
+actor; the interpreter with `workers` > 1, one per worker) is built once, here, and the bench runs
+that many tasks at a time in threads of this process (`run_concurrently`); the GPUs are the actors'
+(the job passes no `gpus`). With GPUs of its own the bench takes the path above instead: each
+worker's local verifier sees one GPU (`concurrency` 1). The threads take turns:
 everything but waiting for a verdict (planner, coder, graph, files, progress lines) runs one thread
 at a time, as in the sequential loop, so roles need not be thread-safe (the fx tracer is not).
 """

@@ -61,7 +61,8 @@ class StepReward:
     cached in memory by (task, accepted steps) and (task, program digest): a GRPO group samples the
     same strategy many times, and each distinct candidate reaches the verifier once. (The verifier's
     own SQLite cache, `verifier.cache_path`, keeps them across runs.) A verifier with `verify_many`
-    (verifier=ray) gets a batch's new candidates all at once (`prepare`).
+    (every pooled one: verifier=ray, local, interpreter) gets a batch's new candidates all at once
+    (`prepare`), judged one per worker at once.
     """
 
     def __init__(self, coder: Coder, verifier: Verifier, tasks: Mapping[str, Task],
@@ -127,7 +128,7 @@ class StepReward:
             return Verdict(Status.COMPILE_ERROR, message=f"coder error: {err}")
 
     def prepare(self, rows: Sequence[tuple]) -> None:
-        """For a verifier that judges many programs at once (verifier=ray: one per actor): apply every
+        """For a verifier that judges many programs at once (one per worker or actor): apply every
         row's step first, in row order, and judge the new candidates together; `judge` then takes each
         row's own candidate (an LLM coder's too: one apply per row, as without this) and its verdict."""
         new: dict[tuple[str, str], tuple[Task, Program]] = {}

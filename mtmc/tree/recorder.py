@@ -9,12 +9,17 @@ judged the first time the enumeration reaches it (de-duplicated by digest); only
 the ports (the coder is deterministic and cheap: ~6 ms a step) and judges and writes only what the
 file lacks, so recording resumes across commands.
 
-Each level of a task is enumerated first (every step applied), then its new programs are judged in
-batches: through `verify_many` where the verifier has it (verifier=ray: one program per actor at
-once), else one `verify` at a time, so any backend records: the interpreter on a CPU (correctness
-only), the local verifier on a GPU. The time limit is checked between batches. Not built yet
-(issue 26): the GPU fast path (references and baselines once per task, compiles in parallel worker
-processes); a verifier offering it as `verify_many` would plug in here unchanged.
+Each level is enumerated for every task first (every step applied), then the new programs of all
+the tasks together are judged in batches of `batch` (default: the verifier's `concurrency`) that mix
+tasks, so a level of few programs per task (level 0: one port each) still keeps every worker busy;
+then each task's edge and expanded rows are written. A batch goes through `verify_many` where the
+verifier has it (mtmc/verify/many.py: one program per worker at once, a GPU's fork-server for the
+local verifier, a fork-server for the interpreter's `workers`, an actor for verifier=ray), else one
+`verify` at a time, so any backend records. Node rows are written as verdicts come; the time limit
+is checked between batches, so a batch in flight is written whole. A task whose reference cannot run
+(VerifierError) is logged and left out, and the others go on. Not built yet (issue 26): the GPU fast
+path (references and baselines once per task, compiles in parallel worker processes); a verifier
+offering it as `verify_many` would plug in here unchanged.
 """
 
 from __future__ import annotations
@@ -32,9 +37,11 @@ from mtmc.tasks import Task
 from mtmc.tree.format import RowWriter, coder_fingerprint, edge_row, expanded_row, node_row, read_rows
 from mtmc.tree.index import Tree
 from mtmc.verify import Verdict, VerifierError
+from mtmc.verify.many import BatchError, judge_concurrently
 
 log = logging.getLogger(__name__)
 Frontier = list[tuple[str | None, Program | None]]  # (digest, program); (None, None) before the port
+VerifyMany = Callable[[list[tuple[Task, Program]]], Iterator[tuple[int, Verdict]]]
 
 
 @dataclass
@@ -60,8 +67,18 @@ class _Step:
     first: bool  # the enumeration reached this child for the first time here
 
 
+@dataclass(eq=False)
+class _TaskLevel:
+    """One task's level, enumerated: every step of its parents, and the programs to judge among them."""
+
+    task: Task
+    parents: Frontier
+    steps: list[_Step]
+    fresh: list[_Step]  # reached here first and not in the file yet
+
+
 class _Cut(Exception):
-    """The time limit is spent: stop before the next verdict."""
+    """The time limit is spent: stop before the next batch."""
 
 
 class Recorder:
@@ -80,52 +97,42 @@ class Recorder:
         # programs judged between two looks at the clock: the verifier's parallelism (1 unless it has one)
         self.batch = batch or getattr(verifier, "concurrency", 1)
         self.summary = RecordSummary()
+        self.broken: dict[str, str] = {}  # task -> why its reference cannot run, in the order found
 
     def run(self, tasks: Sequence[Task]) -> RecordSummary:
         start = self.clock()
         frontier: dict[str, Frontier] = {task.name: [(None, None)] for task in tasks}
         seen: dict[str, set[str]] = {task.name: set() for task in tasks}
-        broken: list[str] = []
         with RowWriter(self.path) as self.out:
             try:
                 for level in range(self.depth + 1):
-                    for task in tasks:
-                        parents = frontier[task.name]
-                        try:
-                            frontier[task.name] = self._level(task, parents, seen[task.name], level)
-                        except VerifierError as err:  # its reference cannot run: no program of it can
-                            log.error("%s: left out: %s", task.name, err)
-                            broken.append(task.name)
-                            frontier[task.name] = []
+                    self._level(tasks, frontier, seen, level)
                     self.summary.levels = level + 1
                 self.summary.complete = True
             except _Cut:
                 self.progress(f"time limit: stopped in level {self.summary.levels}; run again to continue")
         self.summary.wall_s = round(self.clock() - start, 3)
-        self.summary.broken = tuple(broken)
+        self.summary.broken = tuple(self.broken)
         return self.summary
 
-    def _level(self, task: Task, parents: Frontier, seen: set[str], level: int) -> Frontier:
-        """Expand `parents` (the programs first reached at level - 1) into the level's new ok programs:
-        enumerate every step, judge the new programs (in batches), then write the steps' other rows."""
+    def _level(self, tasks: Sequence[Task], frontier: dict[str, Frontier], seen: dict[str, set[str]],
+               level: int) -> None:
+        """Enumerate every task's level (cheap), judge the new programs of all of them together, then
+        write each task's other rows and set its frontier to the level's new ok programs."""
+        task_levels = [self._enumerate(task, frontier[task.name], seen[task.name])
+                       for task in tasks if task.name not in self.broken]
+        self._judge(task_levels, level)
+        for one in task_levels:
+            broken = one.task.name in self.broken
+            frontier[one.task.name] = [] if broken else self._finish(one, level)
+
+    def _enumerate(self, task: Task, parents: Frontier, seen: set[str]) -> _TaskLevel:
+        """Every step of `parents` (the programs first reached at the level before), applied, and the new
+        programs among them that the file lacks."""
         steps = [step for digest, program in parents for step in self._menu(task, digest, program, seen)]
         fresh = [s for s in steps if s.first and self.tree.node(task.name, s.child.digest) is None]
         self.summary.in_file += sum(s.first for s in steps) - len(fresh)
-        self._judge(task, fresh, level)
-        judged = {id(step) for step in fresh}
-        for step in steps:
-            if id(step) not in judged and not self.tree.has_step(task.name, step.parent, str(step.strategy)):
-                digest = None if step.child is None else step.child.digest
-                self._write(edge_row(task, step.parent, step.strategy, step.rank, level, digest, step.error))
-        for digest, _ in parents:
-            if digest is not None and not self.tree.is_expanded(task.name, digest):
-                self._write(expanded_row(task, digest, sum(s.parent == digest for s in steps)))
-        children = [(s.child.digest, s.child) for s in steps
-                    if s.first and self.tree.node(task.name, s.child.digest)["status"] == "ok"]
-        if parents:
-            self.progress(f"level {level} {task.name}: {len(children)} new ok programs "
-                          f"({len(fresh)} judged now)")
-        return children
+        return _TaskLevel(task, parents, steps, fresh)
 
     def _menu(self, task: Task, parent: str | None, program: Program | None, seen: set[str]) -> list[_Step]:
         """Every legal step of `program`, applied (cheap: the coder is deterministic and local)."""
@@ -142,24 +149,72 @@ class Recorder:
             seen.add(child.digest)
         return steps
 
-    def _judge(self, task: Task, fresh: list[_Step], level: int) -> None:
-        """Verdicts for the new programs, `batch` at a time; each row is written as its verdict comes."""
-        for start in range(0, len(fresh), self.batch):
+    def _judge(self, task_levels: list[_TaskLevel], level: int) -> None:
+        """Verdicts for every task's new programs of this level, `batch` at a time and tasks mixed (a
+        level of few programs per task, such as the ports, still keeps every worker busy)."""
+        pairs = [(one.task, step) for one in task_levels for step in one.fresh]
+        if pairs:
+            self.progress(f"level {level}: judging {len(pairs)} programs of "
+                          f"{sum(bool(one.fresh) for one in task_levels)} tasks, {self.batch} at a time")
+        for start in range(0, len(pairs), self.batch):
             self._deadline_check()
-            chunk = fresh[start:start + self.batch]
-            for index, verdict in self._verdicts(task, [step.child for step in chunk]):
-                step = chunk[index]
+            chunk = [(task, step) for task, step in pairs[start:start + self.batch]
+                     if task.name not in self.broken]  # a task found broken in an earlier batch
+            if chunk:
+                self._judge_batch(chunk, level)
+
+    def _judge_batch(self, chunk: list[tuple[Task, _Step]], level: int,
+                     verify_many: VerifyMany | None = None) -> None:
+        """Each node row is written as its verdict comes; a task whose pair raised VerifierError (its
+        reference cannot run: no program of it can) is left out, the others go on."""
+        answered: set[int] = set()
+        try:
+            for index, verdict in (verify_many or self._verify_many)([(t, s.child) for t, s in chunk]):
+                task, step = chunk[index]
                 self._write(node_row(task, step.parent, step.strategy, step.rank, step.child, level, verdict,
                                      self.fingerprint))
                 self.summary.judged += 1
+                answered.add(index)
+        except BatchError as err:  # many.py: each failed pair by index, after every other verdict
+            for index, error in err.errors.items():
+                self._leave_out(chunk[index][0], error)
+        except VerifierError:
+            # another kind of verify_many stopped at one without saying whose: the rest one at a time,
+            # so that each error falls on its own task
+            rest = [pair for index, pair in enumerate(chunk) if index not in answered]
+            self._judge_batch(rest, level, self._one_at_a_time)
 
-    def _verdicts(self, task: Task, programs: list[Program]) -> Iterator[tuple[int, Verdict]]:
-        # verifier=ray judges a batch on all its actors at once (the order they finish in)
+    def _verify_many(self, pairs: list[tuple[Task, Program]]) -> Iterator[tuple[int, Verdict]]:
+        # every verifier with a pool judges a batch on all its workers at once (the order they finish in)
         if callable(getattr(self.verifier, "verify_many", None)):
-            yield from self.verifier.verify_many([(task, program) for program in programs])
-        else:
-            for index, program in enumerate(programs):
-                yield index, self.verifier.verify(task, program)
+            return self.verifier.verify_many(pairs)
+        return self._one_at_a_time(pairs)
+
+    def _one_at_a_time(self, pairs: list[tuple[Task, Program]]) -> Iterator[tuple[int, Verdict]]:
+        return judge_concurrently(self.verifier.verify, pairs, workers=1)  # here; errors as BatchError
+
+    def _leave_out(self, task: Task, error: VerifierError) -> None:
+        if task.name not in self.broken:
+            log.error("%s: left out: %s", task.name, error)
+            self.broken[task.name] = str(error)
+
+    def _finish(self, one: _TaskLevel, level: int) -> Frontier:
+        """Write the level's other rows of a task (steps to programs reached before, refused steps, its
+        parents expanded) and return its new ok programs: the next level's parents."""
+        task, judged = one.task, {id(step) for step in one.fresh}
+        for step in one.steps:
+            if id(step) not in judged and not self.tree.has_step(task.name, step.parent, str(step.strategy)):
+                digest = None if step.child is None else step.child.digest
+                self._write(edge_row(task, step.parent, step.strategy, step.rank, level, digest, step.error))
+        for digest, _ in one.parents:
+            if digest is not None and not self.tree.is_expanded(task.name, digest):
+                self._write(expanded_row(task, digest, sum(s.parent == digest for s in one.steps)))
+        children = [(s.child.digest, s.child) for s in one.steps
+                    if s.first and self.tree.node(task.name, s.child.digest)["status"] == "ok"]
+        if one.parents:
+            self.progress(f"level {level} {task.name}: {len(children)} new ok programs "
+                          f"({len(one.fresh)} judged now)")
+        return children
 
     def _write(self, row: dict) -> None:
         self.out.write([row])

@@ -31,7 +31,6 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -39,6 +38,7 @@ from typing import Any
 from mtmc.program import Program
 from mtmc.tasks import Task
 from mtmc.verify.cache import VerdictCache
+from mtmc.verify.many import judge_concurrently
 from mtmc.verify.verdict import Status, Verdict
 from mtmc.verify.verifier import VerifierError, cacheable, make_verifier, verdict_key
 
@@ -136,15 +136,9 @@ class RayVerifier:
         return verdict
 
     def verify_many(self, pairs: Iterable[tuple[Task, Program]]) -> Iterator[tuple[int, Verdict]]:
-        """(index into `pairs`, verdict) for every pair, in the order they finish, all actors busy."""
-        pairs = list(pairs)
-        if not pairs:
-            return
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(pairs)),
-                                thread_name_prefix="mtmc-ray") as pool:
-            futures = {pool.submit(self.verify, task, program): i for i, (task, program) in enumerate(pairs)}
-            for future in as_completed(futures):
-                yield futures[future], future.result()
+        """(index into `pairs`, verdict) for every pair, in the order they finish, all actors busy; a
+        VerifierError of some pairs comes after the others' verdicts, as many.BatchError."""
+        return judge_concurrently(self.verify, pairs, self.concurrency)
 
     # --- dispatch ----------------------------------------------------------------------------------
     def _cached(self, task: Task, program: Program) -> Verdict | None:

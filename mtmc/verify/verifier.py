@@ -1,15 +1,17 @@
 """The verifiers: `InterpreterVerifier` (CPU, correctness only) and `LocalVerifier` (one warm
 fork-server per GPU, correctness + proof of work + timing), and `make_verifier`, which picks one.
 Both hold an `Engine` (engine.py), which runs the protocol of docs/design.md "Verification"; the
-rules it judges with are judging.py's.
+rules it judges with are judging.py's. Both judge one program per worker at once through
+`verify_many` (many.py): `concurrency` is their number of workers.
 """
 
 from __future__ import annotations
 
 import inspect
 import os
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import torch
 
@@ -32,12 +34,43 @@ from mtmc.verify.engine import (  # noqa: F401  (re-exported: callers import the
 from mtmc.verify.forkserver import clean_env
 from mtmc.verify.judging import Reference  # noqa: F401  (re-exported)
 from mtmc.verify.judging import timing_outputs_problem as _timing_outputs_problem  # noqa: F401  (its old name)
+from mtmc.verify.many import judge_concurrently
 from mtmc.verify.verdict import Verdict
 from mtmc.verify.worker_pool import WorkerPool
 
 
 # --- the backends ------------------------------------------------------------------------------
-class InterpreterVerifier:
+class _EngineVerifier:
+    """What both backends share: an `Engine` over a worker pool, called by as many threads as the
+    pool has workers (the engine takes whichever worker is free and guards its per-task caches)."""
+
+    engine: Engine
+
+    @property
+    def concurrency(self) -> int:
+        """Programs judged at once: one per worker. `mtmc bench` without GPU workers of its own runs
+        this many tasks at a time; `mtmc tree record` judges batches of this many."""
+        return len(self.engine.pool.workers)
+
+    def verify(self, task: Task, program: Program) -> Verdict:
+        return self.engine.verify(task, program)
+
+    def verify_many(self, pairs: Iterable[tuple[Task, Program]]) -> Iterator[tuple[int, Verdict]]:
+        """(index into `pairs`, verdict) for every pair, as they finish, one per worker at once; a
+        VerifierError of some pairs comes after the others' verdicts, as many.BatchError."""
+        return judge_concurrently(self.verify, pairs, self.concurrency)
+
+    def close(self) -> None:
+        self.engine.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class InterpreterVerifier(_EngineVerifier):
     """CPU backend: Triton's interpreter in fork-server workers. Correctness only, no timings."""
 
     def __init__(self, seeds: int = 3, timeout_s: float = 120.0, workers: int = 1,
@@ -51,21 +84,14 @@ class InterpreterVerifier:
         pool = WorkerPool("interpreter", [env] * workers, memory_limit_gb, cpu_threads)
         self.engine = Engine(pool, settings, "cpu", cache_path)
 
-    def verify(self, task: Task, program: Program) -> Verdict:
-        return self.engine.verify(task, program)
 
-    def close(self) -> None:
-        self.engine.close()
+class LocalVerifier(_EngineVerifier):
+    """GPU backend: one warm fork-server per visible GPU; correctness, proof of work and timing.
 
-    def __enter__(self) -> InterpreterVerifier:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class LocalVerifier:
-    """GPU backend: one warm fork-server per visible GPU; correctness, proof of work and timing."""
+    Over several GPUs, `verify_many` judges one program per GPU at once. Open question: this process
+    compares large outputs on its own current GPU (tensor_compare.py), which one worker also runs and
+    times candidates on; judged one at a time the two never overlapped, judged at once they can.
+    """
 
     def __init__(self, seeds: int = 3, timeout_s: float = 120.0, gpus: list[int] | None = None,
                  cache_path: str | None = None, static_checks: bool = True,
@@ -93,18 +119,6 @@ class LocalVerifier:
                 for devices, _ in layout]
         pool = WorkerPool("cuda", envs, memory_limit_gb, None, [group for _, group in layout])
         self.engine = Engine(pool, settings, "cuda", cache_path)
-
-    def verify(self, task: Task, program: Program) -> Verdict:
-        return self.engine.verify(task, program)
-
-    def close(self) -> None:
-        self.engine.close()
-
-    def __enter__(self) -> LocalVerifier:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def make_verifier(backend: str = "auto", **kwargs: Any) -> InterpreterVerifier | LocalVerifier:

@@ -12,6 +12,8 @@ from mtmc.protocols import CoderError
 from mtmc.strategies import Strategy
 from mtmc.tasks import Task
 from mtmc.tree.format import FORMAT
+from mtmc.verify import VerifierError
+from mtmc.verify.many import judge_concurrently
 from mtmc.verify.verdict import Status, Verdict
 
 TASK_SOURCE = '''
@@ -37,13 +39,17 @@ def tiny_task(name: str = "relu_scale", scale: int = 2, split: str = "train") ->
 
 class DigestVerifier:
     """Deterministic fake verdicts: a program's time comes from its digest (0.5 to 1.5 ms, eager 2 ms);
-    a digest ending in one of `failing` is `incorrect`, except a port's. Counts its calls."""
+    a digest ending in one of `failing` is `incorrect`, except a port's. Counts its calls. Every program
+    of a task named in `broken` raises VerifierError, as for a task whose reference cannot run."""
 
-    def __init__(self, failing: str = "0") -> None:
+    def __init__(self, failing: str = "0", broken: tuple[str, ...] = ()) -> None:
         self.failing = failing
+        self.broken = set(broken)
         self.calls: list[str] = []
 
     def verify(self, task: Task, program: Program) -> Verdict:
+        if task.name in self.broken:
+            raise VerifierError(f"fake: the reference of {task.name} cannot run")
         self.calls.append(program.digest)
         if program.digest[-1] in self.failing and program.metadata.get("template_steps") != ["port"]:
             return Verdict(Status.INCORRECT, message="fake: wrong", device="fake gpu",
@@ -118,17 +124,27 @@ def write_rows(path: Path, rows: list[dict]) -> Path:
 
 
 class ManyVerifier(DigestVerifier):
-    """A DigestVerifier that judges batches (`verify_many`), answering in reverse order as a parallel
-    verifier may; records each batch's size."""
+    """A DigestVerifier that judges batches (`verify_many`) of its own kind: answering in reverse order as
+    a parallel verifier may, and stopping at a VerifierError. Records each batch's (task, digest) pairs."""
 
     concurrency = 4
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.batches: list[int] = []
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.batches: list[list[tuple[str, str]]] = []
 
     def verify_many(self, pairs):
         pairs = list(pairs)
-        self.batches.append(len(pairs))
+        self.batches.append([(task.name, program.digest) for task, program in pairs])
         for index in reversed(range(len(pairs))):
             yield index, self.verify(*pairs[index])
+
+
+class PoolVerifier(DigestVerifier):
+    """A DigestVerifier judging `concurrency` programs at once in threads, through the real verifiers'
+    `verify_many` (mtmc/verify/many.py)."""
+
+    concurrency = 4
+
+    def verify_many(self, pairs):
+        return judge_concurrently(self.verify, pairs, self.concurrency)

@@ -4,6 +4,7 @@ left by a cut-off run; and one real tree recorded with the interpreter verifier.
 from __future__ import annotations
 
 import json
+import logging
 from collections import Counter
 
 import pytest
@@ -12,7 +13,7 @@ from coders.template import TemplateCoder
 from mtmc.strategies import PORT
 from mtmc.tree import load_tree, read_rows, record_tree
 from mtmc.tree.recorder import Recorder
-from tests.tree.fakes import DigestVerifier, ManyVerifier, RefusingCoder, tiny_task
+from tests.tree.fakes import DigestVerifier, ManyVerifier, PoolVerifier, RefusingCoder, tiny_task
 
 coder = TemplateCoder()
 
@@ -59,22 +60,42 @@ def test_a_rerun_adds_nothing_and_judges_nothing(tmp_path):
     assert summary.in_file == sum(1 for r in read_rows(path) if r["kind"] == "node")
 
 
-def test_a_cut_run_leaves_whole_levels_and_resumes_to_the_same_tree(tmp_path):
-    full = tmp_path / "full.jsonl"
-    record(full, DigestVerifier(), tasks=[tiny_task("a"), tiny_task("b", scale=3)])
-    total = sum(1 for r in read_rows(full) if r["kind"] == "node")
-    ticks = iter(range(10_000))  # one tick a clock read: the limit falls inside level 2
+def nodes(path) -> set[tuple[str, str, int]]:
+    return {(r["task"], r["digest"], r["depth"]) for r in read_rows(path) if r["kind"] == "node"}
+
+
+def rows(path) -> Counter:
+    return Counter(json.dumps(r, sort_keys=True) for r in read_rows(path))
+
+
+def three_tasks():
+    return [tiny_task("a"), tiny_task("b", scale=3), tiny_task("c", scale=5)]
+
+
+@pytest.fixture(scope="module")
+def two_tasks_whole(tmp_path_factory):
+    """Two tasks recorded to depth 2 in one run: what a cut run must come to once resumed."""
+    tasks = [tiny_task("a"), tiny_task("b", scale=3)]
+    full = tmp_path_factory.mktemp("whole") / "full.jsonl"
+    record(full, DigestVerifier(), tasks=tasks)
+    return tasks, full
+
+
+@pytest.mark.parametrize("kind", [DigestVerifier, PoolVerifier])
+def test_a_cut_run_leaves_whole_levels_and_resumes_to_the_same_tree(tmp_path, kind, two_tasks_whole):
+    tasks, full = two_tasks_whole
+    total = len(nodes(full))
     cut = tmp_path / "cut.jsonl"
-    verifier = DigestVerifier()
-    recorder = Recorder(coder, verifier, cut, depth=2, time_limit_s=total - 5, clock=lambda: next(ticks))
-    summary = recorder.run([tiny_task("a"), tiny_task("b", scale=3)])
+    verifier = kind()
+    # the clock counts the verdicts asked for: the limit falls inside level 2, between two batches
+    summary = Recorder(coder, verifier, cut, depth=2, time_limit_s=total - 5,
+                       clock=lambda: len(verifier.calls)).run(tasks)
     assert not summary.complete and summary.levels == 2
-    nodes = lambda p: {(r["task"], r["digest"], r["depth"]) for r in read_rows(p) if r["kind"] == "node"}  # noqa: E731
+    assert summary.judged == len(verifier.calls) == len(nodes(cut))  # each verdict asked for is written
     assert {n for n in nodes(full) if n[2] < 2} <= nodes(cut)  # levels 0 and 1 of both tasks are whole
     resumed = DigestVerifier()
-    assert record(cut, resumed, tasks=[tiny_task("a"), tiny_task("b", scale=3)]).complete
+    assert record(cut, resumed, tasks=tasks).complete
     assert nodes(cut) == nodes(full) and len(verifier.calls) + len(resumed.calls) == total
-    rows = lambda p: Counter(json.dumps(r, sort_keys=True) for r in read_rows(p))  # noqa: E731
     assert rows(cut) == rows(full)  # the same rows, in another order
 
 
@@ -83,9 +104,32 @@ def test_a_batch_verifier_judges_a_level_at_once_and_records_the_same_tree(tmp_p
     record(one, DigestVerifier())
     verifier = ManyVerifier()
     record(many, verifier)  # its answers come back in reverse order
-    assert verifier.batches[0] == 1 and max(verifier.batches) == ManyVerifier.concurrency
-    rows = lambda p: Counter(json.dumps(r, sort_keys=True) for r in read_rows(p))  # noqa: E731
+    assert len(verifier.batches[0]) == 1 and max(map(len, verifier.batches)) == ManyVerifier.concurrency
     assert rows(many) == rows(one)
+
+
+def test_a_level_is_judged_in_batches_that_mix_tasks(tmp_path):
+    one, many = tmp_path / "one.jsonl", tmp_path / "many.jsonl"
+    record(one, DigestVerifier(), depth=1, tasks=three_tasks())
+    verifier = ManyVerifier()
+    summary = record(many, verifier, depth=1, tasks=three_tasks())
+    assert sorted(task for task, _ in verifier.batches[0]) == ["a", "b", "c"]  # the three ports at once
+    assert any(len({task for task, _ in batch}) > 1 for batch in verifier.batches[1:])
+    short = [batch for batch in verifier.batches if len(batch) < ManyVerifier.concurrency]
+    assert len(short) <= summary.levels  # a level's last batch alone may be short: tasks fill the others
+    assert rows(many) == rows(one)
+
+
+@pytest.mark.parametrize("kind", [DigestVerifier, ManyVerifier, PoolVerifier])
+def test_a_task_whose_reference_fails_is_left_out_and_the_others_are_recorded(tmp_path, kind, caplog):
+    whole = tmp_path / "whole.jsonl"
+    record(whole, DigestVerifier(), depth=1, tasks=[tiny_task("a"), tiny_task("c", scale=5)])
+    path = tmp_path / "t.jsonl"
+    verifier = kind(broken=("b",))  # its port raises VerifierError in the same batch as a's and c's
+    with caplog.at_level(logging.ERROR, logger="mtmc.tree.recorder"):
+        summary = record(path, verifier, depth=1, tasks=three_tasks())
+    assert summary.complete and summary.broken == ("b",) and "b: left out: fake: the reference" in caplog.text
+    assert rows(path) == rows(whole) and summary.judged == len(verifier.calls) == len(nodes(path))
 
 
 def test_a_torn_last_line_is_dropped_and_its_row_redone(tmp_path):
