@@ -88,9 +88,10 @@ class InterpreterVerifier(_EngineVerifier):
 class LocalVerifier(_EngineVerifier):
     """GPU backend: one warm fork-server per visible GPU; correctness, proof of work and timing.
 
-    Over several GPUs, `verify_many` judges one program per GPU at once. Open question: this process
-    compares large outputs on its own current GPU (tensor_compare.py), which one worker also runs and
-    times candidates on; judged one at a time the two never overlapped, judged at once they can.
+    Over several GPUs, `verify_many` judges one program per GPU at once. This process compares large
+    outputs on its own current GPU (tensor_compare.py), where in exclusive mode a worker also times
+    candidates: for honest timings leave that GPU out of `gpus`, or use shared mode (timing_gpu.py),
+    whose timings run on GPUs nothing else uses.
     """
 
     def __init__(self, seeds: int = 3, timeout_s: float = 120.0, gpus: list[int] | None = None,
