@@ -57,6 +57,8 @@ def record(cfg: DictConfig) -> RecordSummary:
     print(f"mtmc tree record: {cfg.tree}: {len(tasks)} tasks to depth {cfg.depth}, {state}; "
           f"{summary.judged} programs judged now, {summary.in_file} already in the file, "
           f"{summary.refused} steps refused by the coder, {summary.wall_s:.1f} s"
+          + (f"; {summary.retry} verdicts failed for the machine (infrastructure), not written: run again "
+             "to judge them" if summary.retry else "")
           + (f"; left out (broken): {', '.join(left_out)}" if left_out else ""))
     return summary
 

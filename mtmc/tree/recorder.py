@@ -17,9 +17,10 @@ verifier has it (mtmc/verify/many.py: one program per worker at once, a GPU's fo
 local verifier, a fork-server for the interpreter's `workers`, an actor for verifier=ray), else one
 `verify` at a time, so any backend records. Node rows are written as verdicts come; the time limit
 is checked between batches, so a batch in flight is written whole. A task whose reference cannot run
-(VerifierError) is logged and left out, and the others go on. Not built yet (issue 26): the GPU fast
-path (references and baselines once per task, compiles in parallel worker processes); a verifier
-offering it as `verify_many` would plug in here unchanged.
+(VerifierError) is logged and left out, and the others go on. A verdict that failed for the machine
+(`infrastructure`: a dead worker, out of memory on a shared GPU) is not written and its parent not
+marked expanded, so the next run judges it again. On a GPU host, the verifier's shared mode
+(mtmc/verify/timing_gpu.py) judges many programs per GPU at once.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from mtmc.tasks import Task
 from mtmc.tree.format import RowWriter, coder_fingerprint, edge_row, expanded_row, node_row, read_rows
 from mtmc.tree.index import Tree
 from mtmc.verify import Verdict, VerifierError
+from mtmc.verify.engine import cacheable
 from mtmc.verify.many import BatchError, judge_concurrently
 
 log = logging.getLogger(__name__)
@@ -53,6 +55,7 @@ class RecordSummary:
     complete: bool = False  # False: the time limit cut the run; run it again to continue
     wall_s: float = 0.0
     broken: tuple[str, ...] = ()  # tasks whose reference could not run (VerifierError), left out
+    retry: int = 0  # verdicts that failed for the machine, not the program (infrastructure): not written
 
 
 @dataclass(eq=False)
@@ -108,7 +111,7 @@ class Recorder:
                 for level in range(self.depth + 1):
                     self._level(tasks, frontier, seen, level)
                     self.summary.levels = level + 1
-                self.summary.complete = True
+                self.summary.complete = not self.summary.retry  # else a rerun judges those again
             except _Cut:
                 self.progress(f"time limit: stopped in level {self.summary.levels}; run again to continue")
         self.summary.wall_s = round(self.clock() - start, 3)
@@ -171,10 +174,13 @@ class Recorder:
         try:
             for index, verdict in (verify_many or self._verify_many)([(t, s.child) for t, s in chunk]):
                 task, step = chunk[index]
+                answered.add(index)
+                if not cacheable(verdict):  # a dead worker, memory on a shared GPU: judged again next run
+                    self.summary.retry += 1
+                    continue
                 self._write(node_row(task, step.parent, step.strategy, step.rank, step.child, level, verdict,
                                      self.fingerprint))
                 self.summary.judged += 1
-                answered.add(index)
         except BatchError as err:  # many.py: each failed pair by index, after every other verdict
             for index, error in err.errors.items():
                 self._leave_out(chunk[index][0], error)
@@ -206,11 +212,12 @@ class Recorder:
             if id(step) not in judged and not self.tree.has_step(task.name, step.parent, str(step.strategy)):
                 digest = None if step.child is None else step.child.digest
                 self._write(edge_row(task, step.parent, step.strategy, step.rank, level, digest, step.error))
-        for digest, _ in one.parents:
-            if digest is not None and not self.tree.is_expanded(task.name, digest):
+        retried = {s.parent for s in one.fresh if self.tree.node(task.name, s.child.digest) is None}
+        for digest, _ in one.parents:  # expanded: every step has its row (not while one waits for a retry)
+            if digest is not None and digest not in retried and not self.tree.is_expanded(task.name, digest):
                 self._write(expanded_row(task, digest, sum(s.parent == digest for s in one.steps)))
         children = [(s.child.digest, s.child) for s in one.steps
-                    if s.first and self.tree.node(task.name, s.child.digest)["status"] == "ok"]
+                    if s.first and (self.tree.node(task.name, s.child.digest) or {}).get("status") == "ok"]
         if one.parents:
             self.progress(f"level {level} {task.name}: {len(children)} new ok programs "
                           f"({len(one.fresh)} judged now)")

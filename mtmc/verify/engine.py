@@ -127,7 +127,7 @@ class Engine:
         verdict.device = self.device
         verdict.isolation = self.isolation
         if self.settings.shared_gpus:
-            verdict.flags.append(f"shared_gpu: {self.settings.shared_gpus}")
+            verdict.flags += shared_gpu_flags(verdict, self.settings.shared_gpus)
         verdict.verifier_version = VERIFIER_VERSION
         verdict.wall_s = round(time.monotonic() - start, 3)
         if self.cache is not None and cacheable(verdict):
@@ -300,6 +300,15 @@ def verdict_key(task: Task, program: Program, device: str, fingerprint: str, iso
     ray_backend.py)."""
     return cache_key(task.source, hashlib.sha256(program.source.encode()).hexdigest(), device,
                      VERIFIER_VERSION, fingerprint, isolation)
+
+
+def shared_gpu_flags(verdict: Verdict, shared: str) -> list[str]:
+    """Shared mode's flags (timing_gpu.py). Out of memory there may be the other jobs' doing, so it says
+    nothing of the program: an infrastructure failure, never cached (a tree recording judges it again)."""
+    flags = [f"shared_gpu: {shared}"]
+    if not verdict.ok and "out of memory" in verdict.message.lower():
+        flags.append("infrastructure: out of memory on a shared GPU (fewer workers_per_gpu leave more)")
+    return flags
 
 
 def cacheable(verdict: Verdict) -> bool:

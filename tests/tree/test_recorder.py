@@ -155,3 +155,37 @@ def test_an_existing_file_of_another_format_is_refused(tmp_path):
     path.write_text(json.dumps({"kind": "node", "format": 999}) + "\n")
     with pytest.raises(ValueError, match="tree format 999"):
         record(path, DigestVerifier())
+
+
+class FlakyMachine(DigestVerifier):
+    """DigestVerifier whose verdicts on digests ending in `flaky` fail for the machine (a worker died,
+    memory on a shared GPU): flagged `infrastructure`, as the real verifier flags them."""
+
+    def __init__(self, flaky: str) -> None:
+        super().__init__()
+        self.flaky = flaky
+
+    def verify(self, task, program):
+        verdict = super().verify(task, program)
+        if program.digest[-1] in self.flaky:
+            verdict.status, verdict.flags = "crash", ["infrastructure: worker_died"]
+        return verdict
+
+
+def test_a_verdict_that_failed_for_the_machine_is_not_written_and_a_rerun_judges_it(tmp_path,
+                                                                                    two_tasks_whole):
+    tasks, full = two_tasks_whole
+    path = tmp_path / "t.jsonl"
+    first = record(path, FlakyMachine(flaky="37"), tasks=tasks)
+    retried = {n for n in nodes(full) if n[1][-1] in "37" and n[2] > 0}
+    assert retried and first.retry >= len(retried) and not first.complete
+    assert not retried & nodes(path)  # no row for them: the file never says the program crashed
+    again = record(path, DigestVerifier(), tasks=tasks)
+    assert again.complete and again.retry == 0
+    assert nodes(path) == nodes(full) and steps(path) == steps(full)  # the same programs and steps;
+    # which of two parents reached a program first (its node row; the other's is an edge) may differ
+
+
+def steps(path) -> set[tuple]:
+    return {(r["task"], r.get("parent"), r.get("strategy"), r["digest"], r["kind"] == "expanded")
+            for r in read_rows(path)}

@@ -84,3 +84,15 @@ def test_verdicts_of_the_two_modes_never_share_a_cache_key():
     exclusive = Settings()
     assert "shared_gpus" not in exclusive.fingerprint()  # the key it had before shared mode existed
     assert Settings(shared_gpus="2 workers").fingerprint() != exclusive.fingerprint()
+
+
+def test_out_of_memory_on_a_shared_gpu_is_the_machines_failure_not_the_programs():
+    from mtmc.verify.engine import cacheable, shared_gpu_flags
+    from mtmc.verify.verdict import Status, Verdict
+
+    oom = Verdict(Status.RUNTIME_ERROR, "case 2: OutOfMemoryError: CUDA out of memory. Tried to allocate 1G")
+    oom.flags += shared_gpu_flags(oom, "8 workers")
+    assert oom.flags[0] == "shared_gpu: 8 workers" and not cacheable(oom)
+    wrong = Verdict(Status.INCORRECT, "case 0: max abs error 3.0")
+    wrong.flags += shared_gpu_flags(wrong, "8 workers")
+    assert cacheable(wrong)
