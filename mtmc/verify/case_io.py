@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import math
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -111,10 +112,20 @@ RESIDENT_SHARE = 0.125
 
 
 def resident_budget(device: str) -> float:
-    """Bytes of case inputs that may stay on `device` (no limit on the host: nothing to park them to)."""
+    """Bytes of case inputs that may stay on `device` (no limit on the host: nothing to park them to).
+    In shared mode (timing_gpu.py) the GPU's share is split between the jobs that run on it at once."""
     if not device.startswith("cuda"):
         return float("inf")
-    return torch.cuda.get_device_properties(torch.device(device)).total_memory * RESIDENT_SHARE
+    total = torch.cuda.get_device_properties(torch.device(device)).total_memory
+    return total * RESIDENT_SHARE / jobs_per_gpu()
+
+
+def jobs_per_gpu() -> int:
+    """The verifier jobs that share this process's GPU: 1, or the worker's shared-mode count."""
+    return max(1, int(os.environ.get(JOBS_PER_GPU_ENV) or 1))
+
+
+JOBS_PER_GPU_ENV = "MTMC_JOBS_PER_GPU"  # set in a shared-mode worker's environment (verifier.py)
 
 
 def _parked(inputs: list[Any]) -> list[Any]:

@@ -19,6 +19,7 @@ import mtmc
 from mtmc.program import Program
 from mtmc.tasks import Task
 from mtmc.verify import timing_gpu
+from mtmc.verify.case_io import JOBS_PER_GPU_ENV
 from mtmc.verify.engine import (  # noqa: F401  (re-exported: callers import them from here)
     FULL_ISOLATION,
     INTERPRETER_DEVICE,
@@ -116,8 +117,8 @@ class LocalVerifier(_EngineVerifier):
                             excess_speedup=excess_speedup, timing=timing, baselines=baselines,
                             compile_baseline=compile_baseline, baseline_timeout_s=baseline_timeout_s,
                             peaks=peaks, seed=seed, strict=strict, shared_gpus=shared)
-        envs = [_worker_env({"TRITON_INTERPRET": None, "CUDA_VISIBLE_DEVICES": devices})
-                for devices, _ in layout]
+        envs = [_worker_env({"TRITON_INTERPRET": None, "CUDA_VISIBLE_DEVICES": devices,
+                             JOBS_PER_GPU_ENV: str(workers_per_gpu)}) for devices, _ in layout]
         pool = WorkerPool("cuda", envs, memory_limit_gb, None, [group for _, group in layout])
         self.engine = Engine(pool, settings, "cuda", cache_path)
 

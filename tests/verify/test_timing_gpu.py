@@ -96,3 +96,16 @@ def test_out_of_memory_on_a_shared_gpu_is_the_machines_failure_not_the_programs(
     wrong = Verdict(Status.INCORRECT, "case 0: max abs error 3.0")
     wrong.flags += shared_gpu_flags(wrong, "8 workers")
     assert cacheable(wrong)
+
+
+def test_a_shared_gpus_resident_inputs_budget_is_split_between_its_jobs(monkeypatch):
+    from types import SimpleNamespace
+
+    from mtmc.verify import case_io
+
+    monkeypatch.setattr(case_io.torch.cuda, "get_device_properties",
+                        lambda device: SimpleNamespace(total_memory=80 * 2**30))
+    monkeypatch.delenv(case_io.JOBS_PER_GPU_ENV, raising=False)
+    assert case_io.resident_budget("cuda") == 10 * 2**30  # exclusive: an eighth of the GPU
+    monkeypatch.setenv(case_io.JOBS_PER_GPU_ENV, "4")
+    assert case_io.resident_budget("cuda") == 10 * 2**30 / 4
