@@ -4,7 +4,7 @@ Every strategy has one canonical text form that parses back to itself:
 
     port                                  first step: a straightforward Triton port of the reference
     fuse epilogue                         fuse the ops after a matmul/conv/reduction into its kernel
-                                          (also: prologue, attention, softmax: see the coder)
+                                          (also: prologue, all, attention, softmax: see the coder)
     tile BLOCK_M=128 BLOCK_N=64 BLOCK_K=32
     num_warps 8          num_stages 3          group_m 8          split_k 4
     persistent           vectorize             autotune
@@ -26,8 +26,8 @@ from typing import Any
 KINDS: dict[str, tuple[bool, tuple[str, ...], str]] = {
     "port": (False, (), "Port the reference to a straightforward, correct Triton program: one kernel "
                         "per natural group of ops, simple block sizes, no tuning yet."),
-    "fuse": (True, (), "Fuse the {value} ops into the neighbouring kernel so the intermediate tensor "
-                       "never goes through global memory."),
+    "fuse": (True, (), "Fuse ({value}): merge ops into their neighbouring kernel so the intermediate "
+                       "tensors never go through global memory."),
     "tile": (False, ("BLOCK_M", "BLOCK_N", "BLOCK_K", "BLOCK"),
              "Change the tile sizes to {params}; keep the masking correct for sizes that are not "
              "multiples of the tile."),

@@ -1,7 +1,8 @@
 """The heuristic planner: an expert's rule list, no learning.
 
 Order: port (or keep the vendor library call where port is not offered), then fuse (a whole
-attention or matmul -> softmax chain first, where the coder offers one), then tune by the task's
+attention or matmul -> softmax chain first, then every pair at once, where the coder offers those;
+pair by pair where that was slower), then tune by the task's
 regime, read from the summary:
 
 - matmul-heavy (most FLOPs in matmuls/convs and FLOP/byte above `compute_bound_intensity`):
@@ -44,7 +45,10 @@ Wish = tuple[str, dict[str, Any]]  # (kind, wanted params; empty = any of that k
 CUMULATIVE = {"fuse"}  # kinds whose legal variants add up (fuse epilogue, then fuse softmax, ...)
 # A whole matmul -> softmax [-> matmul] chain in one step, before the pairwise fusions: on the H200
 # suite run attention_causal_fp16 spent two of its four steps getting there (fuse epilogue first).
-WHOLE_CHAIN_FUSIONS: list[Wish] = [("fuse", {"value": "attention"}), ("fuse", {"value": "softmax"})]
+# Then every pair at once: on an H100 (2026-11-27) level-2 conv -> pointwise -> pool -> pointwise
+# chains spent two or three of five steps on pairwise fusions and still ended with two or three kernels.
+WHOLE_CHAIN_FUSIONS: list[Wish] = [("fuse", {"value": "attention"}), ("fuse", {"value": "softmax"}),
+                                   ("fuse", {"value": "all"})]
 
 
 class HeuristicPlanner:

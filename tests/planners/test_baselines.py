@@ -144,6 +144,14 @@ def test_heuristic_fuses_a_whole_score_chain_before_pairs(chain, matmul):
     assert play(HeuristicPlanner(), legal, matmul=matmul)[:3] == [chain, "fuse epilogue", "fuse prologue"]
 
 
+@pytest.mark.parametrize("matmul", [True, False])
+def test_heuristic_fuses_every_pair_at_once_before_pair_by_pair(matmul):
+    legal = ["fuse epilogue", "fuse prologue", "fuse all", "autotune", "stop"]
+    assert play(HeuristicPlanner(), legal, matmul=matmul)[0] == "fuse all"
+    slower = [record(0, "port", speedup=1.2), record(1, "fuse all", accepted=False)]
+    assert HeuristicPlanner().propose(state(legal, history=slower)) == Strategy.parse("fuse epilogue")
+
+
 def test_heuristic_retries_a_failed_fusion_once_another_fusion_changed_the_kernels():
     legal = ["fuse epilogue", "vectorize", "tile BLOCK=4096", "stop"]
     rejected_first = [record(0, "port", speedup=2.2), record(1, "fuse epilogue", accepted=False)]

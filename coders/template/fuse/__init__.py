@@ -18,9 +18,9 @@ kernels into one), `chains.py` (candidate pairs, the legal fusions of a kind, th
 """
 
 from coders.template.fuse.attention import fuse_attention
-from coders.template.fuse.chains import fuse_chains, fusions, pairs
+from coders.template.fuse.chains import first_fusion, fuse_all, fuse_chains, fusions, pairs
 from coders.template.fuse.merge import merge, merged_kernel
 from coders.template.fuse.queries import GEMM_KINDS, TRIANGLES, NotFusable
 
-__all__ = ["GEMM_KINDS", "TRIANGLES", "NotFusable", "fuse_attention", "fuse_chains", "fusions", "merge",
-           "merged_kernel", "pairs"]
+__all__ = ["GEMM_KINDS", "TRIANGLES", "NotFusable", "first_fusion", "fuse_all", "fuse_attention",
+           "fuse_chains", "fusions", "merge", "merged_kernel", "pairs"]

@@ -75,6 +75,27 @@ def fusions(ir: ProgramIR, kind: str) -> list[ProgramIR]:
     return results
 
 
+def first_fusion(ir: ProgramIR, kinds: tuple[str, ...] = ("epilogue", "prologue")) -> ProgramIR | None:
+    """The first legal merge of one of `kinds` in program order (what `fuse <kind>` takes), or None."""
+    for k, producer, consumer in pairs(ir):
+        if k in kinds:
+            try:
+                return merge(ir, producer, consumer)
+            except (NotFusable, FusionError):
+                continue
+    return None
+
+
+def fuse_all(ir: ProgramIR) -> tuple[ProgramIR, int]:
+    """`fuse all`: epilogue and prologue merges, the first in program order each time, until none is
+    left; and how many were made. A level-2 chain (conv, three pointwise ops, a pool, a reduction)
+    needs four or five pairwise `fuse` steps, which a run of `max_steps=4` cannot spend."""
+    merges = 0
+    while (fused := first_fusion(ir)) is not None:  # each merge removes a kernel: it ends
+        ir, merges = fused, merges + 1
+    return ir, merges
+
+
 def fuse_chains(ir: ProgramIR) -> ProgramIR:
     """The port's grouping: maximal chains of elementwise ops become one kernel.
 

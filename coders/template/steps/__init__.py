@@ -5,7 +5,8 @@ Tuning steps (tile, num_warps, num_stages, group_m, split_k, persistent, vectori
 precision) apply to the *dominant* kernel: the one with the largest estimated time (matmul FLOPs
 and bytes moved against an H100-class roofline), and to its twins (kernels of the same kind, shape,
 dtype and configuration, such as the gate and up projections of a SwiGLU). `fuse epilogue` /
-`fuse prologue` merge the first fusable producer/consumer pair in program order; `fuse attention` swaps a
+`fuse prologue` merge the first fusable producer/consumer pair in program order, and `fuse all` (offered
+where two or more pairs fuse) merges pairs, either kind, until none is left; `fuse attention` swaps a
 matmul -> softmax -> matmul chain for a flash-attention kernel, `fuse softmax` a matmul -> softmax
 chain for a flash kernel that writes the probabilities; `library conv2d` swaps a Triton conv for
 the vendor call where the task allows it (its epilogue stays a Triton kernel). Every legal step

@@ -162,9 +162,14 @@ def _fuse(ir: ProgramIR, what: str) -> ProgramIR:
             chain = "matmul -> softmax -> matmul" if what == "attention" else "matmul -> softmax"
             raise CoderError(f"no {chain} chain to fuse")
         return fused
+    if what == "all":
+        fused, merges = fuse.fuse_all(ir)
+        _require(merges >= 2, f"`fuse all` found {merges} fusion(s): take `fuse epilogue` or `fuse prologue`")
+        return fused
     if what not in ("epilogue", "prologue"):
-        raise CoderError(f"`fuse {what}`: the template coder fuses epilogue, prologue, attention or softmax")
-    options = fuse.fusions(ir, what)
-    if not options:
+        raise CoderError(f"`fuse {what}`: the template coder fuses epilogue, prologue, all, attention or "
+                         "softmax")
+    fused = fuse.first_fusion(ir, (what,))
+    if fused is None:
         raise CoderError(f"no {what} to fuse")
-    return options[0]
+    return fused

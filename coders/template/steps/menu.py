@@ -49,8 +49,11 @@ SPLITS = (1, 2, 4, 8)
 def legal(ir: ProgramIR, task: Task) -> list[Strategy]:
     out: list[Strategy] = []
     for kind in ("epilogue", "prologue"):
-        if fuse.fusions(ir, kind)[:1]:
+        if fuse.first_fusion(ir, (kind,)) is not None:
             out.append(Strategy.make("fuse", kind))
+    first = fuse.first_fusion(ir) if out else None
+    if first is not None and fuse.first_fusion(first) is not None:  # two or more pairs: all at once too
+        out.append(Strategy.make("fuse", "all"))
     for kind in ("attention", "softmax"):
         if fuse.fuse_attention(ir, kind) is not None:
             out.append(Strategy.make("fuse", kind))
