@@ -13,6 +13,9 @@ Row kinds (`kind`):
   tree must see it as a step it could take.
 - `expanded`: every legal step of that program has its row. A node without one is a leaf (the
   deepest level, a failed program, or a run cut off while expanding it): only `stop` is legal there.
+- `retime`: one more verdict of a recorded program (`digest`), judged again by `mtmc tree retime` to
+  measure the noise of its time: status, candidate and median ms, device, verifier version, wall_s.
+  The node keeps its first verdict: replay, the environment and the report read node rows only.
 
 `rank` is the step's place in the coder's legal menu, so a planner walking the tree sees the menu in
 the coder's order. Rows are only ever appended: a rerun adds what is missing and repeats nothing.
@@ -81,6 +84,15 @@ def edge_row(task: Task, parent: str | None, strategy: Strategy, rank: int, dept
 def expanded_row(task: Task, digest: str, steps: int) -> Row:
     """Every one of the program's `steps` legal steps has its row."""
     return {"kind": "expanded", "format": FORMAT, "task": task.name, "digest": digest, "steps": steps}
+
+
+def retime_row(task: Task, digest: str, verdict: Verdict) -> Row:
+    """One more verdict of a recorded program, judged again to measure its time's noise."""
+    return {"kind": "retime", "format": FORMAT, "task": task.name, "task_sha": task_fingerprint(task),
+            "digest": digest, "status": str(verdict.status), "candidate_ms": verdict.candidate_ms,
+            "candidate_median_ms": verdict.candidate_median_ms, "device": verdict.device,
+            "verifier_version": verdict.verifier_version,
+            "wall_s": None if verdict.wall_s is None else round(verdict.wall_s, 3)}
 
 
 def verdict_of(row: Row) -> Verdict:

@@ -1,10 +1,11 @@
 """A tree file read into lookups: each task's programs (nodes), the steps out of each program in the
 coder's order, and which programs were expanded. Shared by the replay verifier, the environment and
-the report; the recorder reads it to skip what is already there.
+the report; the recorder and the retimer read it to skip what is already there.
 
     tree = load_tree("benchmarks/results/tree-builtin-d2.jsonl")
     tree.port("softmax_lastdim")              # the port's node row
     tree.steps("softmax_lastdim", digest)     # [Step(strategy, rank, digest or None, error), ...]
+    tree.retimed("softmax_lastdim", digest)   # its retime rows: more verdicts, for the noise
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class Tree:
     out: dict[tuple[str, str | None], dict[str, Step]] = field(default_factory=lambda: defaultdict(dict))
     expanded: set[tuple[str, str]] = field(default_factory=set)
     task_sha: dict[str, str] = field(default_factory=dict)
+    retimes: dict[tuple[str, str], list[Row]] = field(default_factory=dict)  # (task, digest) -> retime rows
 
     @classmethod
     def from_rows(cls, rows: Iterable[Row], path: Path | None = None) -> Tree:
@@ -46,6 +48,9 @@ class Tree:
         task = row["task"]
         if row["kind"] == "expanded":
             self.expanded.add((task, row["digest"]))
+            return
+        if row["kind"] == "retime":  # more verdicts of a node, for its noise: no step, nothing else changes
+            self.retimes.setdefault((task, row["digest"]), []).append(row)
             return
         if row["kind"] == "node":
             self.nodes.setdefault((task, row["digest"]), row)
@@ -80,6 +85,10 @@ class Tree:
 
     def task_nodes(self, task: str) -> list[Row]:
         return [row for (name, _), row in self.nodes.items() if name == task]
+
+    def retimed(self, task: str, digest: str) -> list[Row]:
+        """The program's retime rows (`mtmc tree retime`), in file order."""
+        return self.retimes.get((task, digest), [])
 
 
 def load_tree(path: str | Path) -> Tree:
