@@ -1,9 +1,12 @@
-"""Fakes for the tree tests: a verifier that "times" a program by its digest, a coder that refuses
-one step, tiny tasks, and synthetic tree files written row by row with known times."""
+"""Fakes for the tree tests: a verifier that "times" a program by its digest (and one whose times
+drift from call to call), a coder that refuses one step and one that edits it, tiny tasks, and
+synthetic tree files written row by row with known times."""
 
 from __future__ import annotations
 
 import json
+import threading
+from collections import Counter
 from pathlib import Path
 
 from coders.template import TemplateCoder
@@ -148,3 +151,44 @@ class PoolVerifier(DigestVerifier):
 
     def verify_many(self, pairs):
         return judge_concurrently(self.verify, pairs, self.concurrency)
+
+
+class JitterVerifier(PoolVerifier):
+    """A PoolVerifier whose times drift: the n-th verdict of a program is its digest's time times
+    `factors[n]` (the last factor once they run out), so a program recorded by a DigestVerifier and
+    judged again with factors (1.02, 1.04) has a spread of 1.04. The first `dead` verdicts asked for
+    fail for the machine instead (`infrastructure`, as from a dead worker)."""
+
+    def __init__(self, factors: tuple[float, ...] = (1.0,), dead: int = 0, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.factors, self.dead = factors, dead
+        self.judged: Counter[str] = Counter()  # verdicts given per digest
+        self.lock = threading.Lock()  # verify_many calls verify from several threads
+
+    def verify(self, task: Task, program: Program) -> Verdict:
+        verdict = super().verify(task, program)
+        with self.lock:
+            if self.dead:
+                self.dead -= 1
+                return Verdict(Status.CRASH, "fake: the worker died", device="fake gpu",
+                               flags=["infrastructure: fake worker died"])
+            nth = self.judged[program.digest]
+            self.judged[program.digest] += 1
+        if verdict.candidate_ms is not None:
+            verdict.candidate_ms *= self.factors[min(nth, len(self.factors) - 1)]
+        return verdict
+
+
+class EditingCoder(TemplateCoder):
+    """The template coder, except that every `kind` step writes another source (a comment more), as a
+    changed coder would: the programs it ends have other digests than the recorded ones."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+    def apply(self, task: Task, program: Program | None, strategy: Strategy,
+              feedback: Verdict | None = None) -> Program:
+        child = super().apply(task, program, strategy, feedback)
+        if strategy.kind != self.kind:
+            return child
+        return Program(child.source + "\n# edited\n", child.metadata)
