@@ -9,6 +9,7 @@
     mtmc tree record tree=<file> depth=2         every program near each port, judged once, into a file
     mtmc tree report tree=<file>                 oracle@k, heuristic, greedy, random on that tree, offline
     mtmc tree check tree=<file>                  the share of its programs today's coder still writes
+    mtmc tree retime tree=<file> repeats=2       its top programs judged again: the noise of their times
 
 Each job's config is `conf/<job>.yaml`; anything after the job name is a Hydra override.
 """

@@ -1,9 +1,12 @@
 """`mtmc tree record`: record every program within `depth` steps of each task's port into a tree file.
 `mtmc tree report`: oracle@k and the planners on that tree, per split (mtmc/tree/report.py).
-`mtmc tree check`: the share of the tree's programs today's coder still produces (mtmc/tree/check.py)."""
+`mtmc tree check`: the share of the tree's programs today's coder still produces (mtmc/tree/check.py).
+`mtmc tree retime`: each task's top programs judged again, and the noise of their times
+(mtmc/tree/retime.py, mtmc/tree/noise.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 import logging
@@ -20,17 +23,20 @@ from mtmc.report import write_atomic
 from mtmc.tasks import Task, TaskError
 from mtmc.tree import RecordSummary, load_tree, record_tree, task_fingerprint
 from mtmc.tree.check import check_tree
+from mtmc.tree.noise import noise_markdown, noise_report
 from mtmc.tree.report import headroom, plot_anytime, report_markdown
+from mtmc.tree.retime import FreshnessError, RetimeSummary, retime_tree
 
 log = logging.getLogger(__name__)
-ACTIONS = ("record", "report", "check")
+ACTIONS = ("record", "report", "check", "retime")
 REPORT_MD, REPORT_JSON, ANYTIME_PLOT = "tree_report.md", "tree_report.json", "anytime.png"
+RETIME_MD, RETIME_JSON = "retime_report.md", "retime_report.json"
 
 
 def run(cfg: DictConfig) -> RecordSummary | dict[str, Any]:
     if cfg.action not in ACTIONS:
         raise SystemExit(f"mtmc tree: unknown action {cfg.action!r}; choose one of {', '.join(ACTIONS)}")
-    return {"record": record, "report": report, "check": check}[cfg.action](cfg)
+    return {"record": record, "report": report, "check": check, "retime": retime}[cfg.action](cfg)
 
 
 def suite_tasks(cfg: DictConfig) -> tuple[list[Task], list[str]]:
@@ -85,8 +91,7 @@ def report(cfg: DictConfig) -> dict[str, Any]:
                       max_retries=cfg.max_retries)
     result["meta"] |= {"suite": str(cfg.suite), "changed_tasks": changed,
                        "not_in_tree": [t.name for t in tasks if t.name not in tree.task_sha]}
-    out = Path(cfg.out or HydraConfig.get().runtime.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = out_folder(cfg)
     markdown = report_markdown(result)
     if changed:
         markdown += f"\nLeft out (the task changed since the recording): {', '.join(changed)}\n"
@@ -106,6 +111,53 @@ def check(cfg: DictConfig) -> dict[str, Any]:
     print(f"mtmc tree check: {cfg.tree}: {result['produced']} of {result['recorded']} programs of "
           f"{len(recorded)} tasks ({share}) are what today's coder writes")
     return result
+
+
+def retime(cfg: DictConfig) -> dict[str, Any]:
+    # A verdict cache would answer each repeat with the first verdict: refused before any worker starts
+    # (retime_tree refuses a verifier holding one too, for callers other than this job).
+    if OmegaConf.select(cfg, "verifier.cache_path", default=None):
+        raise SystemExit("mtmc tree retime: needs fresh measurements, not cached verdicts: "
+                         "give verifier.cache_path=null")
+    tree, tasks, recorded, changed = recorded_tasks(cfg)
+    if not recorded:
+        raise SystemExit(f"mtmc tree: {cfg.tree} holds none of the {len(tasks)} selected tasks as they are "
+                         f"now" + (f" (changed since: {', '.join(changed)})" if changed else ""))
+    held = [task for task in tasks if task.name in tree.task_sha]  # changed ones are skipped with a log line
+    coder = instantiate(cfg.coder)
+    with instantiate(cfg.verifier) as verifier:
+        try:
+            summary = retime_tree(held, coder, verifier, cfg.tree, top=cfg.top, repeats=cfg.repeats,
+                                  batch=cfg.batch)
+        except FreshnessError as err:
+            raise SystemExit(f"mtmc tree retime: {err}") from None
+    result = noise_report(load_tree(cfg.tree), recorded, cfg.top)
+    result["meta"] |= {"suite": str(cfg.suite), "repeats": cfg.repeats, "changed_tasks": changed,
+                       "run": dataclasses.asdict(summary)}
+    markdown = noise_markdown(result)
+    out = out_folder(cfg)
+    write_atomic(out / RETIME_MD, markdown)
+    write_atomic(out / RETIME_JSON, json.dumps(result, indent=2) + "\n")
+    print(markdown)
+    print(retime_line(cfg.tree, summary, changed))
+    return result
+
+
+def retime_line(tree: str, summary: RetimeSummary, changed: list[str]) -> str:
+    return (f"mtmc tree retime: {tree}: {summary.judged} verdicts judged now, {summary.in_file} already "
+            f"in the file, {summary.programs} programs of {summary.tasks} tasks, {summary.stale} no longer "
+            f"written by the coder (skipped), {summary.wall_s:.1f} s"
+            + (f"; {summary.retry} verdicts failed for the machine (infrastructure), not written: run "
+               "again to judge them" if summary.retry else "")
+            + (f"; left out (broken): {', '.join(summary.broken)}" if summary.broken else "")
+            + (f"; skipped (changed since the recording): {', '.join(changed)}" if changed else ""))
+
+
+def out_folder(cfg: DictConfig) -> Path:
+    """Where a report goes: `out`, else the run folder."""
+    out = Path(cfg.out or HydraConfig.get().runtime.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    return out
 
 
 def build_planners(configs: DictConfig, seeds: int) -> dict[str, list[Planner]]:

@@ -1,8 +1,9 @@
-"""`mtmc tree record`: the job on a folder suite, in process with a fake verifier (and once from the
-command line with the interpreter, under -m slow)."""
+"""`mtmc tree record` / `check` / `retime`: the job on a folder suite, in process with a fake verifier
+(and once from the command line with the interpreter, under -m slow)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -51,6 +52,30 @@ def test_check_says_what_share_today_s_coder_still_writes(tmp_path, capsys):
     result = run(composed("tree", ["action=check", f"suite={folder}", f"tree={path}"]))
     assert result["share"] == 1.0 and result["recorded"] == recorded
     assert f"{recorded} of {recorded} programs of 2 tasks (100.0%)" in capsys.readouterr().out
+
+
+def test_retime_judges_the_ports_again_and_writes_the_noise_report(tmp_path, capsys):
+    path, folder, out = tmp_path / "tree.jsonl", suite(tmp_path), tmp_path / "out"
+    cfg = composed("tree", ["action=record", f"suite={folder}", f"tree={path}", "depth=0"])
+    cfg.verifier = OmegaConf.create({"_target_": "tests.tree.fakes.DigestVerifier"})
+    run(cfg)
+    cfg = composed("tree", ["action=retime", f"suite={folder}", f"tree={path}", "repeats=2", f"out={out}"])
+    cfg.verifier = OmegaConf.create({"_target_": "tests.tree.fakes.JitterVerifier", "factors": [1.02, 1.1]})
+    result = run(cfg)
+    assert result["summary"]["retimed_tasks"] == 2 and result["summary"]["share_within_limit"] == 0.0
+    assert result["summary"]["max_spread"] == pytest.approx(1.1) and result["meta"]["run"]["judged"] == 4
+    assert json.loads((out / "retime_report.json").read_text())["summary"] == result["summary"]
+    assert "- spread <= 1.05: 0 (0.0%)" in (out / "retime_report.md").read_text()
+    assert "4 verdicts judged now, 0 already in the file, 2 programs of 2 tasks" in capsys.readouterr().out
+
+
+def test_retime_refuses_a_verifier_with_a_verdict_cache_before_starting_it(tmp_path):
+    path = tmp_path / "tree.jsonl"
+    cfg = composed("tree", ["action=retime", f"tree={path}"])
+    # DigestVerifier takes no cache_path: instantiated, it would raise TypeError, not this
+    cfg.verifier = OmegaConf.create({"_target_": "tests.tree.fakes.DigestVerifier", "cache_path": "v.sqlite"})
+    with pytest.raises(SystemExit, match="verifier.cache_path=null"):
+        run(cfg)
 
 
 def test_an_unknown_action_is_one_sentence(tmp_path):
