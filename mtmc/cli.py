@@ -34,7 +34,8 @@ JOB_LINES = {
     "optimize": "the plan -> code -> verify loop on one task: a run folder with kernel.py and its report",
     "bench": "optimize every task of a suite: correctness, fast_p, speedups, roofline; compare= folders",
     "train": "learn the LM planner from recorded runs, then compare it with the baseline planners",
-    "tree": "record: every program a few steps from each port, judged once, into a file; report: headroom",
+    "tree": "record: every program a few steps from each port, judged once, into a file; report: headroom; "
+            "retime: the noise of each task's fastest programs",
 }
 JOBS = tuple(JOB_LINES)
 USAGE = f"usage: mtmc {{{','.join(JOBS)}}} [key=value ...] [--help]"
