@@ -39,7 +39,7 @@ from mtmc.tree.format import RowWriter, coder_fingerprint, edge_row, expanded_ro
 from mtmc.tree.index import Tree
 from mtmc.verify import Verdict, VerifierError
 from mtmc.verify.engine import cacheable
-from mtmc.verify.many import BatchError, judge_concurrently
+from mtmc.verify.many import BatchError, judge_concurrently, verify_pairs
 
 log = logging.getLogger(__name__)
 Frontier = list[tuple[str | None, Program | None]]  # (digest, program); (None, None) before the port
@@ -171,8 +171,9 @@ class Recorder:
         """Each node row is written as its verdict comes; a task whose pair raised VerifierError (its
         reference cannot run: no program of it can) is left out, the others go on."""
         answered: set[int] = set()
+        pairs = [(task, step.child) for task, step in chunk]
         try:
-            for index, verdict in (verify_many or self._verify_many)([(t, s.child) for t, s in chunk]):
+            for index, verdict in verify_many(pairs) if verify_many else verify_pairs(self.verifier, pairs):
                 task, step = chunk[index]
                 answered.add(index)
                 if not cacheable(verdict):  # a dead worker, memory on a shared GPU: judged again next run
@@ -189,12 +190,6 @@ class Recorder:
             # so that each error falls on its own task
             rest = [pair for index, pair in enumerate(chunk) if index not in answered]
             self._judge_batch(rest, level, self._one_at_a_time)
-
-    def _verify_many(self, pairs: list[tuple[Task, Program]]) -> Iterator[tuple[int, Verdict]]:
-        # every verifier with a pool judges a batch on all its workers at once (the order they finish in)
-        if callable(getattr(self.verifier, "verify_many", None)):
-            return self.verifier.verify_many(pairs)
-        return self._one_at_a_time(pairs)
 
     def _one_at_a_time(self, pairs: list[tuple[Task, Program]]) -> Iterator[tuple[int, Verdict]]:
         return judge_concurrently(self.verifier.verify, pairs, workers=1)  # here; errors as BatchError

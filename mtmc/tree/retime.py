@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,9 +33,9 @@ from mtmc.tasks import Task
 from mtmc.tree.format import Row, RowWriter, retime_row, task_fingerprint
 from mtmc.tree.index import Tree, load_tree
 from mtmc.tree.replay import ReplayVerifier
-from mtmc.verify import Verdict, VerifierError
+from mtmc.verify import VerifierError
 from mtmc.verify.engine import cacheable
-from mtmc.verify.many import BatchError, judge_concurrently
+from mtmc.verify.many import BatchError, verify_pairs
 
 log = logging.getLogger(__name__)
 Pair = tuple[Task, Program]
@@ -167,7 +167,7 @@ class Retimer:
     def _judge_batch(self, chunk: list[Pair]) -> None:
         """Each verdict is written as it comes; a task whose pair raised VerifierError is left out."""
         try:
-            for index, verdict in self._verify_many(chunk):
+            for index, verdict in verify_pairs(self.verifier, chunk):  # every worker (GPU) at once
                 task, program = chunk[index]
                 if not cacheable(verdict):  # a dead worker, memory on a shared GPU: says nothing of the time
                     self.summary.retry += 1
@@ -177,11 +177,6 @@ class Retimer:
         except BatchError as err:  # many.py: each failed pair by index, after every other verdict
             for index, error in err.errors.items():
                 self._leave_out(chunk[index][0], error)
-
-    def _verify_many(self, pairs: list[Pair]) -> Iterator[tuple[int, Verdict]]:
-        if callable(getattr(self.verifier, "verify_many", None)):  # every worker (GPU) at once
-            return self.verifier.verify_many(pairs)
-        return judge_concurrently(self.verifier.verify, pairs, workers=1)  # errors as BatchError too
 
     def _leave_out(self, task: Task, error: VerifierError) -> None:
         if task.name not in self.broken:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from typing import Any
 
 from mtmc.program import Program
 from mtmc.tasks import Task
@@ -49,6 +50,14 @@ def judge_concurrently(verify: Verify, pairs: Iterable[tuple[Task, Program]],
             yield index, outcome
     if errors:
         raise BatchError(errors)
+
+
+def verify_pairs(verifier: Any, pairs: list[tuple[Task, Program]]) -> Iterator[tuple[int, Verdict]]:
+    """A batch through the verifier's own `verify_many` where it has one (every worker at once), else
+    one pair at a time here; BatchError after the verdicts either way (`mtmc tree record` / `retime`)."""
+    if callable(getattr(verifier, "verify_many", None)):
+        return verifier.verify_many(pairs)
+    return judge_concurrently(verifier.verify, pairs, workers=1)
 
 
 def _outcomes(verify: Verify, pairs: list[tuple[Task, Program]],
