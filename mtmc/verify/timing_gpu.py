@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-COMPUTE_DEVICE, TIMING_DEVICE = 0, 1  # a shared-mode worker's devices, in its CUDA_VISIBLE_DEVICES order
+TIMING_DEVICE = 1  # a shared-mode worker's CUDA_VISIBLE_DEVICES is "<compute>,<timing>"
 TIMED_JOBS = frozenset({"candidate", "baseline"})  # the jobs that time on the timing GPU
 
 

@@ -12,15 +12,15 @@ its output (stride == kernel size, no padding): its rows become pooled pixels, o
 window position, and ops after the pool merge onto the pooled output (`pooled.py`).
 
 `queries.py` (what fusion asks of a program), `dead_code.py` (dead code and order), `merge.py` (two
-kernels into one), `chains.py` (candidate pairs, the legal fusions of a kind, the port's chains),
+kernels into one), `chains.py` (candidate pairs, the first fusion of a kind, all of them, the port's chains),
 `attention.py` (a score chain into one flash kernel), `channels.py` (a conv's channel reductions) and
 `pooled.py` (a conv's pool).
 """
 
 from coders.template.fuse.attention import fuse_attention
-from coders.template.fuse.chains import first_fusion, fuse_all, fuse_chains, fusions, pairs
+from coders.template.fuse.chains import first_fusion, fuse_all, fuse_chains, pairs
 from coders.template.fuse.merge import merge, merged_kernel
 from coders.template.fuse.queries import GEMM_KINDS, TRIANGLES, NotFusable
 
 __all__ = ["GEMM_KINDS", "TRIANGLES", "NotFusable", "first_fusion", "fuse_all", "fuse_attention",
-           "fuse_chains", "fusions", "merge", "merged_kernel", "pairs"]
+           "fuse_chains", "merge", "merged_kernel", "pairs"]

@@ -1,5 +1,6 @@
-"""Candidate pairs and the fusion passes over a whole program: the legal fusions of one kind, and
-the port's merge of every elementwise chain."""
+"""Candidate pairs and the fusion passes over a whole program: the first legal fusion of a kind
+(`fuse epilogue` / `prologue`), all of them (`fuse all`), and the port's merge of every elementwise
+chain."""
 
 from __future__ import annotations
 
@@ -60,19 +61,6 @@ def _pairs_of(consumer: Kernel, producer_of: dict[str, Kernel | PyStep],
         kind = "prologue" if producer.kind == "pointwise" and hosts_prologues or inline else "epilogue"
         out.append((kind, producer, consumer))
     return out
-
-
-def fusions(ir: ProgramIR, kind: str) -> list[ProgramIR]:
-    """Every legal single merge of this kind, in program order."""
-    results = []
-    for k, producer, consumer in pairs(ir):
-        if k != kind:
-            continue
-        try:
-            results.append(merge(ir, producer, consumer))
-        except (NotFusable, FusionError):
-            continue
-    return results
 
 
 def first_fusion(ir: ProgramIR, kinds: tuple[str, ...] = ("epilogue", "prologue")) -> ProgramIR | None:
