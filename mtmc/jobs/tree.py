@@ -69,9 +69,9 @@ def record(cfg: DictConfig) -> RecordSummary:
     return summary
 
 
-def recorded_tasks(cfg: DictConfig) -> tuple[Any, list, list, list[str]]:
+def recorded_tasks(cfg: DictConfig, required: bool = False) -> tuple[Any, list, list, list[str]]:
     """The tree file, the suite's tasks, those the tree holds as they are now, and the names of
-    those it holds in an older form (changed since the recording)."""
+    those it holds in an older form (changed since the recording). `required`: none held is an error."""
     try:
         tree = load_tree(cfg.tree)
     except (FileNotFoundError, ValueError) as err:
@@ -79,14 +79,14 @@ def recorded_tasks(cfg: DictConfig) -> tuple[Any, list, list, list[str]]:
     tasks, _ = suite_tasks(cfg)
     recorded = [t for t in tasks if tree.task_sha.get(t.name) == task_fingerprint(t)]
     changed = [t.name for t in tasks if t.name in tree.task_sha and t not in recorded]
+    if required and not recorded:
+        raise SystemExit(f"mtmc tree: {cfg.tree} holds none of the {len(tasks)} selected tasks"
+                         + (f" as they are now (changed since: {', '.join(changed)})" if changed else ""))
     return tree, tasks, recorded, changed
 
 
 def report(cfg: DictConfig) -> dict[str, Any]:
-    tree, tasks, recorded, changed = recorded_tasks(cfg)
-    if not recorded:
-        raise SystemExit(f"mtmc tree: {cfg.tree} holds none of the {len(tasks)} selected tasks"
-                         + (f" as they are now (changed since: {', '.join(changed)})" if changed else ""))
+    tree, tasks, recorded, changed = recorded_tasks(cfg, required=True)
     result = headroom(tree, recorded, build_planners(cfg.planners, cfg.seeds), max_steps=cfg.max_steps,
                       max_retries=cfg.max_retries)
     result["meta"] |= {"suite": str(cfg.suite), "changed_tasks": changed,
@@ -119,10 +119,7 @@ def retime(cfg: DictConfig) -> dict[str, Any]:
     if OmegaConf.select(cfg, "verifier.cache_path", default=None):
         raise SystemExit("mtmc tree retime: needs fresh measurements, not cached verdicts: "
                          "give verifier.cache_path=null")
-    tree, tasks, recorded, changed = recorded_tasks(cfg)
-    if not recorded:
-        raise SystemExit(f"mtmc tree: {cfg.tree} holds none of the {len(tasks)} selected tasks as they are "
-                         f"now" + (f" (changed since: {', '.join(changed)})" if changed else ""))
+    tree, tasks, recorded, changed = recorded_tasks(cfg, required=True)
     held = [task for task in tasks if task.name in tree.task_sha]  # changed ones are skipped with a log line
     coder = instantiate(cfg.coder)
     with instantiate(cfg.verifier) as verifier:
