@@ -7,7 +7,8 @@ A candidate's child (forkserver.py) is, before any candidate code runs:
               double fork, daemon) dies with the init when the job ends; it sees no other process
     readonly  a mount namespace in which every mount is read-only, the pool's folder (other jobs,
               the reference data, the worker logs) is hidden under an empty tmpfs, and only its
-              scratch folder (read-write) and its inputs file (read-only) are mounted back
+              scratch folder (read-write) and its inputs file (read-only) are mounted back (in
+              shared mode also the pool's Triton cache, read-write: worker_pool.py)
     nobody    uid/gid 65534, no supplementary groups, no capabilities (bounding set dropped too),
               PR_SET_NO_NEW_PRIVS
 
@@ -184,35 +185,45 @@ def enter_namespaces(levels: list[str]) -> None:
 # ------------------------------------------------------------------------------------------------
 # confinement: in the job child, after the job arrived, before any candidate code
 # ------------------------------------------------------------------------------------------------
-def hide_world(levels: list[str], scratch: Path, readable: list[str]) -> None:
+def hide_world(levels: list[str], scratch: Path, readable: list[str], writable: list[str] = ()) -> None:
     """The read-only world with the pool's folder hidden (level "readonly"), in a mount namespace of
     the job's own. Its own, because Linux refuses to make a mount read-only while a file on it is
     open for writing, and a fresh namespace's mounts have no writers yet (files opened before, by
     CUDA or Triton, hold the older mounts); and because these mounts must not pull the Python
     install from under the waiters, which may still be starting up. Nothing may be opened for
-    writing between the two."""
+    writing between the two. `writable`: folders of the pool beside scratch that the job may write
+    (shared mode's compile cache, `compile_cache_folder`)."""
     if "readonly" in levels:
         check_call(libc.unshare(CLONE_NEWNS), "unshare(mount)")
-        _read_only_world(scratch.resolve(), [Path(p).resolve() for p in readable])
+        _read_only_world(scratch.resolve(), [Path(p).resolve() for p in readable],
+                         [Path(p).resolve() for p in writable])
 
 
-def drop_privileges(levels: list[str], scratch: Path) -> None:
-    """Private HOME/TMPDIR/caches in scratch, then nobody (level "nobody"). Raises SandboxError
-    when a promised level cannot be set up."""
+def drop_privileges(levels: list[str], scratch: Path, compile_cache: str | None = None) -> None:
+    """Private HOME/TMPDIR/caches in scratch (the Triton cache in `compile_cache` when given), then
+    nobody (level "nobody"). Raises SandboxError when a promised level cannot be set up."""
     scratch = scratch.resolve()
     _private_home(scratch)
+    owned = [scratch, scratch / "home", scratch / "tmp"]
+    if compile_cache:
+        os.environ["TRITON_CACHE_DIR"] = compile_cache
+        owned.append(Path(compile_cache))
     if "nobody" in levels:
-        for path in (scratch, scratch / "home", scratch / "tmp"):
+        for path in owned:
             os.chown(path, NOBODY, NOBODY)
         _become_nobody()
 
 
-def _read_only_world(scratch: Path, readable: list[Path]) -> None:
+def _read_only_world(scratch: Path, readable: list[Path], writable: list[Path] = ()) -> None:
     """Every mount read-only; folders hidden under empty tmpfs mounts with only what the job needs
     mounted back at the same paths: the pool's folder (other jobs, reference data, worker logs)
-    keeps the job's scratch (writable) and inputs file; a folder nobody may not enter on the way to
-    the Python install (such as /root) keeps that install."""
+    keeps the job's scratch and `writable` folders (writable) and inputs file; a folder nobody may
+    not enter on the way to the Python install (such as /root) keeps that install."""
+    outside = [p for p in writable if p.parent != scratch.parent]
+    if outside:  # elsewhere it would stay under the read-only world: refuse rather than half-work
+        raise SandboxError(errno.EINVAL, f"writable folders must sit beside the scratch folder: {outside}")
     hides: dict[Path, list[tuple[Path, bool]]] = {scratch.parent: [(scratch, True)]}
+    hides[scratch.parent] += [(p, True) for p in writable]
     hides[scratch.parent] += [(p, False) for p in readable if p.is_relative_to(scratch.parent)]
     for closed, entry in _interpreter_hides():
         hides.setdefault(closed, []).append((entry, False))

@@ -150,7 +150,7 @@ def _child_main(job: dict[str, Any], levels: list[str]) -> None:
     try:
         isolate = bool(job.get("isolate"))  # untrusted code runs in this job: confine it first
         if isolate:  # mounts first: nothing may be open for writing yet (sandbox.hide_world)
-            sandbox.hide_world(levels, scratch, job.get("readable", []))
+            sandbox.hide_world(levels, scratch, job.get("readable", []), job.get("writable", []))
         log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         os.dup2(log_fd, 1)
         os.dup2(log_fd, 2)
@@ -164,7 +164,7 @@ def _child_main(job: dict[str, Any], levels: list[str]) -> None:
         if job.get("cpu_threads"):
             torch.set_num_threads(int(job["cpu_threads"]))
         if isolate:
-            sandbox.drop_privileges(levels, scratch)
+            sandbox.drop_privileges(levels, scratch, job.get("compile_cache"))
             _limit_processes(job)
         result = JOBS[job["job"]](**job["args"])
         tmp = result_path.with_suffix(".tmp")

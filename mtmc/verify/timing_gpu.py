@@ -7,8 +7,9 @@ devices (CUDA_VISIBLE_DEVICES="<compute>,<timing>"): the correctness cases run o
 other workers of that GPU; the proof-of-work profile and the timing (and the baselines' timing) run
 on device 1, a GPU that no job computes on, one job at a time under an exclusive file lock.
 
-Kernels compiled on device 0 load from the job's Triton cache on device 1 (same architecture), and
-an autotuned kernel keeps the config it chose, so the locked part is only profile and timing.
+Kernels compiled on device 0 load from the Triton cache on device 1 (same architecture), and an
+autotuned kernel keeps the config it chose, so the locked part is only profile and timing. The jobs
+share one Triton cache (worker_pool.compile_cache_folder), so a kernel another job compiled loads.
 Autotuning itself runs on the shared GPU, so its choice can be noisier than in exclusive mode.
 
 For programs one trusts (the template coder, tree recording): a hostile candidate can hold the lock

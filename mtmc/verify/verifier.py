@@ -105,9 +105,13 @@ class LocalVerifier(_EngineVerifier):
                  max_reps: int = 200, target_rse: float = 0.01, time_budget_s: float = 2.0,
                  baselines: bool = True, compile_baseline: bool = True, baseline_timeout_s: float = 900.0,
                  seed: int | None = None, strict: bool = False, workers_per_gpu: int = 1,
-                 timing_gpus: list[int] | None = None) -> None:
-        """`timing_gpus` and `workers_per_gpu` > 1: shared mode (timing_gpu.py), for trusted programs."""
+                 timing_gpus: list[int] | None = None, shared_compile_cache: bool | None = None) -> None:
+        """`timing_gpus` and `workers_per_gpu` > 1: shared mode (timing_gpu.py), for trusted programs.
+        `shared_compile_cache`: its jobs share one Triton cache (None: on in shared mode only)."""
         layout, shared = _gpu_layout(gpus, workers_per_gpu, list(timing_gpus or []))
+        shared_compile_cache = _shared_compile_cache(shared_compile_cache, shared)
+        if shared_compile_cache:
+            shared += "; one Triton compile cache shared by all their jobs"
         timing = {"warmup_ms": warmup_ms, "min_reps": min_reps, "max_reps": max_reps,
                   "target_rse": target_rse, "budget_s": time_budget_s}
         peaks = {"bandwidth": peak_bandwidth, "flops_fp32": peak_flops_fp32, "flops_fp16": peak_flops_fp16,
@@ -119,7 +123,8 @@ class LocalVerifier(_EngineVerifier):
                             peaks=peaks, seed=seed, strict=strict, shared_gpus=shared)
         envs = [_worker_env({"TRITON_INTERPRET": None, "CUDA_VISIBLE_DEVICES": devices,
                              JOBS_PER_GPU_ENV: str(workers_per_gpu)}) for devices, _ in layout]
-        pool = WorkerPool("cuda", envs, memory_limit_gb, None, [group for _, group in layout])
+        pool = WorkerPool("cuda", envs, memory_limit_gb, None, [group for _, group in layout],
+                          shared_compile_cache)
         self.engine = Engine(pool, settings, "cuda", cache_path)
 
 
@@ -156,6 +161,16 @@ def _gpu_layout(gpus: list[int] | None, workers_per_gpu: int,
     shared = (f"{workers_per_gpu} workers on each of GPU(s) {list(gpus)}, timed one at a time on GPU(s) "
               f"{timing_gpus}") if timing_gpus else ""
     return layout, shared
+
+
+def _shared_compile_cache(requested: bool | None, shared: str) -> bool:
+    """A compile cache shared by every job is for trusted programs (worker_pool.compile_cache_folder),
+    as shared mode is: on by default there, refused in exclusive mode (where LLM-written candidates
+    are judged)."""
+    if requested and not shared:
+        raise VerifierError("LocalVerifier: shared_compile_cache needs shared mode (timing_gpus): one job "
+                            "could plant the kernels a later one loads, so it is for trusted programs only")
+    return bool(shared) if requested is None else requested
 
 
 def _worker_env(overrides: dict[str, str | None]) -> dict[str, str]:

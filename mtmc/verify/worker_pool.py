@@ -28,9 +28,13 @@ from mtmc.verify.transport import restore
 
 class WorkerPool:
     def __init__(self, backend: str, envs: list[dict[str, str]], memory_gb: float | None,
-                 cpu_threads: int | None, timing_groups: list[int | None] | None = None) -> None:
-        """`timing_groups`: each worker's timing GPU in shared mode (timing_gpu.py), None: exclusive."""
+                 cpu_threads: int | None, timing_groups: list[int | None] | None = None,
+                 shared_compile_cache: bool = False) -> None:
+        """`timing_groups`: each worker's timing GPU in shared mode (timing_gpu.py), None: exclusive.
+        `shared_compile_cache`: every candidate job compiles into one Triton cache (trusted programs
+        only: `compile_cache_folder`)."""
         self.root = Path(tempfile.mkdtemp(prefix="mtmc-verify-", dir=scratch_parent()))
+        self.compile_cache = compile_cache_folder(self.root) if shared_compile_cache else None
         self.memory_gb = memory_gb
         self.cpu_threads = cpu_threads
         self._numbers = itertools.count()
@@ -59,12 +63,15 @@ class WorkerPool:
         scratch = self.root / f"job{next(self._numbers)}"
         scratch.mkdir()
         args = with_timing_lock(job, args, self.timing_locks.get(id(worker)))
+        isolate = job in sandbox.UNTRUSTED_JOBS
+        cache = str(self.compile_cache) if self.compile_cache and isolate else None
         try:
             outcome = worker.run({"job": job, "args": args, "scratch": str(scratch),
                                   "memory_gb": self.memory_gb, "cpu_threads": self.cpu_threads,
                                   "nproc_headroom": self.nproc_headroom,
-                                  "isolate": job in sandbox.UNTRUSTED_JOBS,  # a candidate reads only:
-                                  "readable": [args[k] for k in READABLE_ARGS if args.get(k)]},
+                                  "isolate": isolate,  # a candidate reads only:
+                                  "readable": [args[k] for k in READABLE_ARGS if args.get(k)],
+                                  "writable": [cache] if cache else [], "compile_cache": cache},
                                  timeout_s)
             result = None
             if outcome.status == "done":
@@ -108,6 +115,20 @@ class WorkerPool:
 def with_timing_lock(job: str, args: dict[str, Any], lock: str | None) -> dict[str, Any]:
     """A timed job on a shared-mode worker gets its timing GPU's lock (the child times under it)."""
     return {**args, "timing_lock": lock} if lock and job in timing_gpu.TIMED_JOBS else args
+
+
+def compile_cache_folder(root: Path) -> Path:
+    """The Triton cache every candidate job of the pool shares (shared mode, for trusted programs).
+
+    Why: a verdict's cost is mostly its Triton compiles, and the programs of a tree share most of
+    their kernels (a step rewrites one kernel; siblings share autotune configs). Why only for trusted
+    programs: a job can write any binary under any key here, so a hostile candidate could plant the
+    kernel a later candidate loads; with private caches (the default) nothing a job compiles outlives
+    it. The folder sits in the pool's folder (hidden from everything but the jobs, which get it
+    mounted back writable) and goes with the pool. Jobs run as nobody: it must be theirs to write."""
+    folder = root / "triton-cache"
+    folder.mkdir(exist_ok=True)  # each job hands it to nobody before it drops to nobody (sandbox.py)
+    return folder
 
 
 READABLE_ARGS = ("inputs_path", "timing_lock")  # files a confined child may read (all else is hidden)

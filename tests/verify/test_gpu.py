@@ -199,6 +199,10 @@ def test_shared_mode_judges_two_candidates_at_once_and_times_them_on_the_timing_
         assert len(v.engine.pool.workers) == 2
         with concurrent.futures.ThreadPoolExecutor(2) as threads:
             verdicts = list(threads.map(lambda pair: v.verify(*pair), pairs))
+        # the shared compile cache holds what the jobs compiled (worker_pool.compile_cache_folder)
+        assert list(v.engine.pool.compile_cache.rglob("*.cubin")), "no kernel in the shared compile cache"
+        again = v.verify(pairs[0][0], Program(SOFTMAX + "\n# the same kernels, another digest\n"))
+        assert again.ok and again.phases_s["worker.cases"] < verdicts[0].phases_s["worker.cases"], again.phases_s
     for verdict in verdicts:
         table = format_verdict_table(verdict)
         assert verdict.ok, table

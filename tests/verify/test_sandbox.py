@@ -25,6 +25,9 @@ import mtmc
 from mtmc.program import Program
 from mtmc.tasks import load_task
 from mtmc.verify import InterpreterVerifier, Status, VerifierError, format_verdict_table, sandbox
+from mtmc.verify.engine import Engine, Settings
+from mtmc.verify.verifier import _worker_env
+from mtmc.verify.worker_pool import WorkerPool
 
 FULL = "netns+pidns+readonly+nobody"
 REPO = Path(mtmc.__file__).resolve().parents[1]
@@ -133,6 +136,50 @@ def test_the_candidate_sees_a_confined_process(unchecked_verifier):
     ''')
     verdict = verify(unchecked_verifier, probe)
     assert verdict.status == Status.OK, format_verdict_table(verdict)
+
+
+@pytest.fixture(scope="module")
+def shared_cache_engine():
+    """One interpreter worker whose candidate jobs share a compile cache, as shared mode's do on a GPU
+    (the interpreter compiles nothing, so the candidates below write the cache themselves)."""
+    env = _worker_env({"TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"})
+    pool = WorkerPool("interpreter", [env], 8.0, 1, shared_compile_cache=True)
+    engine = Engine(pool, Settings(timeout_s=20.0, static_checks=False, baselines=False, strict=True), "cpu",
+                    None)
+    yield engine
+    engine.close()
+
+
+def test_a_shared_compile_cache_outlives_the_job_and_nothing_else_of_the_pool_shows(shared_cache_engine):
+    """The first job writes into the shared Triton cache, the next finds it there; each still sees
+    only its own job, the inputs and the cache in the pool's folder, and keeps HOME in its scratch."""
+    writer = candidate('''
+        cache = os.environ["TRITON_CACHE_DIR"]
+        if cache.startswith(os.getcwd()) or os.environ["HOME"] != os.path.join(os.getcwd(), "home"):
+            raise RuntimeError(f"cache {cache}, HOME {os.environ['HOME']}")
+        pool = sorted(os.listdir(os.path.dirname(os.getcwd())))
+        if [name for name in pool if not name.startswith(("job", "reference-"))] != ["triton-cache"]:
+            raise RuntimeError(f"pool folder {pool}")
+        os.makedirs(os.path.join(cache, "kernel-key"))
+        open(os.path.join(cache, "kernel-key", "kernel.cubin"), "w").write("compiled")
+    ''')
+    reader = candidate('''
+        found = open(os.path.join(os.environ["TRITON_CACHE_DIR"], "kernel-key", "kernel.cubin")).read()
+        if found != "compiled":
+            raise RuntimeError(found)
+    ''')
+    task = load_task(TASKS / "softmax.py")
+    for program in (writer, reader):
+        verdict = shared_cache_engine.verify(task, program)
+        assert verdict.status == Status.OK, format_verdict_table(verdict)
+        assert verdict.isolation == FULL
+    cached = shared_cache_engine.pool.compile_cache / "kernel-key" / "kernel.cubin"
+    assert cached.read_text() == "compiled" and cached.stat().st_uid == sandbox.NOBODY
+
+
+def test_a_writable_folder_outside_the_pool_is_refused(tmp_path):
+    with pytest.raises(sandbox.SandboxError, match="beside the scratch folder"):
+        sandbox._read_only_world(tmp_path / "pool" / "job", [], [tmp_path / "elsewhere"])
 
 
 @pytest.mark.parametrize("where", ["/tmp", "/dev/shm", str(REPO)])

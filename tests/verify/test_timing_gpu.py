@@ -8,7 +8,7 @@ import pytest
 
 from mtmc.verify import timing_gpu
 from mtmc.verify.engine import Settings
-from mtmc.verify.verifier import VerifierError, _gpu_layout
+from mtmc.verify.verifier import VerifierError, _gpu_layout, _shared_compile_cache
 from mtmc.verify.worker_pool import with_timing_lock
 
 
@@ -109,3 +109,11 @@ def test_a_shared_gpus_resident_inputs_budget_is_split_between_its_jobs(monkeypa
     assert case_io.resident_budget("cuda") == 10 * 2**30  # exclusive: an eighth of the GPU
     monkeypatch.setenv(case_io.JOBS_PER_GPU_ENV, "4")
     assert case_io.resident_budget("cuda") == 10 * 2**30 / 4
+
+
+def test_a_shared_compile_cache_is_on_in_shared_mode_and_refused_in_exclusive_mode():
+    assert _shared_compile_cache(None, "4 workers") is True
+    assert _shared_compile_cache(False, "4 workers") is False
+    assert _shared_compile_cache(None, "") is False
+    with pytest.raises(VerifierError, match="trusted programs only"):
+        _shared_compile_cache(True, "")
