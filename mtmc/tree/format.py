@@ -70,6 +70,7 @@ def node_row(task: Task, parent: str | None, strategy: Strategy, rank: int, prog
         "triton_share": verdict.triton_share, "flags": list(verdict.flags), "device": verdict.device,
         "isolation": verdict.isolation, "verifier_version": verdict.verifier_version, "coder": coder,
         "wall_s": None if verdict.wall_s is None else round(verdict.wall_s, 3),
+        "phases_s": dict(verdict.phases_s),  # where the verdict's time went: the recorder's throughput
     }
 
 

@@ -48,6 +48,7 @@ def test_depth_two_tree_judges_each_program_once_at_its_least_depth(tmp_path):
     first = nodes[0]
     assert first["coder"].startswith("TemplateCoder:") and first["device"] == "fake gpu"
     assert first["candidate_ms"] and first["eager_ms"] == 2.0 and first["roofline_ms"] == 0.25
+    assert first["phases_s"] == {"worker.cases": 0.5}  # where its time went
 
 
 def test_a_rerun_adds_nothing_and_judges_nothing(tmp_path):
