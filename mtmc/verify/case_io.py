@@ -213,6 +213,18 @@ def as_list(raw: Any) -> list[Any]:
     return list(raw) if isinstance(raw, tuple | list) else [raw]
 
 
+def timing_sets(data: dict[str, Any], device: str) -> list[list[Any]]:
+    """The timing input sets: on `device` if together they fit its share (RESIDENT_SHARE), else left
+    in host memory, whence the timing loop copies one into its working buffers before each call
+    (timing.py, outside the timed region). Why: each set is a whole case's inputs; level-1
+    76_conv_standard_1D_dilated_strided has 8.6 GB a set, and three on an H100 beside the working
+    buffers, the untimed outputs and the call's own ran its candidate job out of memory."""
+    sets = [data["cases"][i]["inputs"] for i in data["timing"]["sets"]]
+    total = sum(t.nbytes for inputs in sets for t in inputs if isinstance(t, torch.Tensor))
+    return [to_device(inputs, device) for inputs in sets] if total <= resident_budget(device) else \
+        [_parked(inputs) for inputs in sets]
+
+
 def to_device(values: list[Any], device: str) -> list[Any]:
     """The values on `device`: tensors elsewhere (parked inputs) copied over, the others as they are."""
     return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]

@@ -49,7 +49,7 @@ from mtmc.verify.case_io import (
     reference_model,
     run_forward,
     sized,
-    to_device,
+    timing_sets,
 )
 from mtmc.verify.census_calls import CallAudit, censused
 from mtmc.verify.kept_state import persistent_tensors
@@ -326,7 +326,7 @@ def _gpu_measurements(result: dict[str, Any], module: Any, data: dict[str, Any],
     with timing_gpu.on_timing_device(timing_lock):  # shared mode (timing_gpu.py): the timing GPU, alone
         counter = forward.counter
         model = candidate_model(module, data["cases"][data["timing"]["case"]], "cuda")
-        sets = [to_device(data["cases"][i]["inputs"], "cuda") for i in data["timing"]["sets"]]
+        sets = timing_sets(data, "cuda")
 
         def call(inputs: list[Any]) -> list[torch.Tensor]:
             # Under the census like a case's call: its host cost is hidden by the pre-call sleep.

@@ -1,7 +1,8 @@
 """GPU timing that a candidate cannot fake cheaply (runs inside a child, never on the CPU backend).
 
 One timed call, in order:
-    copy input set k into the working buffers   (fresh contents every call: S11 pointer caches miss)
+    copy input set k into the working buffers   (fresh contents every call: S11 pointer caches miss;
+                                                from host memory where the sets do not fit the GPU)
     zero a buffer of 2x the L2 size            (cold cache, outside the timed region)
     torch.cuda.synchronize()
     torch.cuda._sleep(n)                       (keeps the GPU busy while the host enqueues the call)
@@ -106,8 +107,8 @@ def time_calls(calls: dict[str, Call], input_sets: list[list[torch.Tensor]],
     `events_ms` (sum of all event times), `wall_ms` (host time of the timed loop) and
     `threads_started`.
     """
-    device = input_sets[0][0].device
-    buffers = [t.clone() for t in input_sets[0]]
+    device = torch.device("cuda", torch.cuda.current_device())
+    buffers = [t.to(device, copy=True) for t in input_sets[0]]  # the sets may wait on the host (case_io)
     flush = l2_flush_buffer(device)
     threads_before = threading.active_count()
 

@@ -12,7 +12,7 @@ import torch
 
 from mtmc.tasks.task import Task
 from mtmc.verify import timing_gpu
-from mtmc.verify.case_io import as_list, default_backend_flags, load_inputs, reference_model, to_device
+from mtmc.verify.case_io import as_list, default_backend_flags, load_inputs, reference_model, timing_sets
 from mtmc.verify.timing import TimingOptions, time_calls
 
 
@@ -46,7 +46,7 @@ def _baseline(task_name: str, task_source: str, inputs_path: str, timing: dict[s
     data = load_inputs(inputs_path, "cuda", timing_only=True)
     case = data["cases"][data["timing"]["case"]]
     model = reference_model(task, case, "cuda")
-    sets = [to_device(data["cases"][i]["inputs"], "cuda") for i in data["timing"]["sets"]]
+    sets = timing_sets(data, "cuda")
 
     def runner(module: Any):
         def call(inputs: list[Any]) -> list[torch.Tensor]:

@@ -159,3 +159,15 @@ def test_the_cases_stay_on_the_device_only_if_all_of_them_fit_its_share(tmp_path
     monkeypatch.setattr(case_io, "resident_budget", lambda device: 3 * one_case - 1)
     data = load_inputs(path, "cpu")
     assert parked == [c["inputs"] for c in data["cases"]]
+
+
+def test_the_timing_sets_go_to_the_device_only_if_all_of_them_fit_its_share(monkeypatch):
+    """The timing loop copies a set into its buffers before each call, so sets that do not fit the
+    device's share wait on the host (the meta device stands in for a GPU here)."""
+    sets = [[torch.randn(5, 7), 2], [torch.randn(5, 7), 2]]
+    data = {"cases": [{"inputs": s} for s in sets], "timing": {"sets": [0, 1]}}
+    monkeypatch.setattr(case_io, "resident_budget", lambda device: 2 * 5 * 7 * 4)
+    assert [t.device.type for t, _ in case_io.timing_sets(data, "meta")] == ["meta", "meta"]
+    monkeypatch.setattr(case_io, "resident_budget", lambda device: 2 * 5 * 7 * 4 - 1)
+    kept = case_io.timing_sets(data, "meta")
+    assert [t.device.type for t, _ in kept] == ["cpu", "cpu"] and kept[0][0] is sets[0][0]

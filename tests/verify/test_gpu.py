@@ -135,6 +135,25 @@ def get_init_inputs():
     assert [c["inputs"][0].device.type for c in case_io.load_inputs(path, "cuda")["cases"]] == ["cpu"] * 3
 
 
+def test_timing_sets_waiting_on_the_host_are_copied_in_before_each_call():
+    """case_io.timing_sets leaves sets that do not fit on the host; time_calls copies each into its
+    device buffers before the call, and every timed output is still checked against its own set's."""
+    import torch
+
+    from mtmc.verify.timing import TimingOptions, time_calls
+
+    sets = [[torch.randn(1 << 20)] for _ in range(3)]
+    own = [[2 * s[0].cuda()] for s in sets]
+    result = time_calls({"double": lambda inputs: [2 * inputs[0]]}, sets, {"double": own}, True,
+                        TimingOptions(min_reps=10, max_reps=20, budget_s=1.0))
+    timing = result["timings"]["double"]
+    assert timing["mismatches"] == 0 and timing["reported_ms"] > 0, timing
+    wrong = [[o[0] + 1] for o in own]
+    result = time_calls({"double": lambda inputs: [2 * inputs[0]]}, sets, {"double": wrong}, True,
+                        TimingOptions(min_reps=10, max_reps=20, budget_s=1.0))
+    assert result["timings"]["double"]["mismatches"] > 0
+
+
 def test_a_cudnn_lstm_is_held_to_the_tf32_tolerance_as_eager_runs_it(tmp_path):
     """nn.LSTM lands on aten::_cudnn_rnn on a GPU, which eager runs on TF32 (case_io.EAGER_TF32_OPS):
     the reference job says so and records eager's error, as for a convolution."""
@@ -202,7 +221,8 @@ def test_shared_mode_judges_two_candidates_at_once_and_times_them_on_the_timing_
         # the shared compile cache holds what the jobs compiled (worker_pool.compile_cache_folder)
         assert list(v.engine.pool.compile_cache.rglob("*.cubin")), "no kernel in the shared compile cache"
         again = v.verify(pairs[0][0], Program(SOFTMAX + "\n# the same kernels, another digest\n"))
-        assert again.ok and again.phases_s["worker.cases"] < verdicts[0].phases_s["worker.cases"], again.phases_s
+        cases = again.phases_s["worker.cases"]
+        assert again.ok and cases < verdicts[0].phases_s["worker.cases"], again.phases_s
     for verdict in verdicts:
         table = format_verdict_table(verdict)
         assert verdict.ok, table
