@@ -25,6 +25,7 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,7 @@ from mtmc.verify.case_io import (
     run_forward,
     sized,
     timing_sets,
+    to_device,
 )
 from mtmc.verify.census_calls import CallAudit, censused
 from mtmc.verify.kept_state import persistent_tensors
@@ -332,11 +334,14 @@ def _gpu_measurements(result: dict[str, Any], module: Any, data: dict[str, Any],
             # Under the census like a case's call: its host cost is hidden by the pre-call sleep.
             return as_list(forward(model, inputs))
 
+        # Sets left on the host (case_io.timing_sets) come over one at a time for the untimed calls,
+        # each copy made before its call (outside the profile) and gone after it.
         if profile_share:
-            result["share"] = proof.triton_share(lambda: call(sets[0]), set(counter.kernels))
+            result["share"] = _triton_share(call, to_device(sets[0], "cuda"), set(counter.kernels))
             clock.lap("profile")
         if time_it:
-            own = [[o.clone() for o in call(s)] for s in sets]  # untimed outputs, judged by the main process
+            # untimed outputs, judged by the main process
+            own = [[o.clone() for o in call(to_device(s, "cuda"))] for s in sets]
             torch.cuda.synchronize()
             result["timing_outputs"] = [_unless_same(outs, result["cases"][i]["outputs"])
                                         for outs, i in zip(own, data["timing"]["sets"], strict=True)]
@@ -349,6 +354,10 @@ def _gpu_measurements(result: dict[str, Any], module: Any, data: dict[str, Any],
             result["timing"]["side_streams"] = sorted(side)
             result["timing"]["side_streams_late"] = bool(side) and not side_before
             clock.lap("timing")
+
+
+def _triton_share(call: Callable[[list[Any]], Any], inputs: list[Any], kernels: set[str]) -> dict[str, Any]:
+    return proof.triton_share(lambda: call(inputs), kernels)
 
 
 # ------------------------------------------------------------------------------------------------

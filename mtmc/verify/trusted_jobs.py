@@ -12,7 +12,14 @@ import torch
 
 from mtmc.tasks.task import Task
 from mtmc.verify import timing_gpu
-from mtmc.verify.case_io import as_list, default_backend_flags, load_inputs, reference_model, timing_sets
+from mtmc.verify.case_io import (
+    as_list,
+    default_backend_flags,
+    load_inputs,
+    reference_model,
+    timing_sets,
+    to_device,
+)
 from mtmc.verify.timing import TimingOptions, time_calls
 
 
@@ -59,7 +66,7 @@ def _baseline(task_name: str, task_source: str, inputs_path: str, timing: dict[s
     if compiled:
         try:
             compiled_call = runner(torch.compile(model))
-            compiled_call(sets[0])  # compile now, so a failure is reported rather than timed
+            compiled_call(to_device(sets[0], "cuda"))  # compile now, so a failure is reported, not timed
             torch.cuda.synchronize()
             calls["compiled"] = compiled_call
         except Exception as err:  # an op inductor cannot compile: eager only, and say why

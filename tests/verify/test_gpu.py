@@ -135,6 +135,23 @@ def get_init_inputs():
     assert [c["inputs"][0].device.type for c in case_io.load_inputs(path, "cuda")["cases"]] == ["cpu"] * 3
 
 
+def test_with_every_input_on_the_host_an_honest_candidate_and_its_baselines_are_timed(monkeypatch):
+    """A worker told that a million jobs share its GPU has no room for inputs (case_io.resident_budget):
+    every case and every timing set waits on the host. The profile, the untimed outputs, the timing
+    and torch.compile's first call each get device copies (a host set handed to a Triton kernel
+    failed level-1 76 and 87 on an H100, this commit's parent)."""
+    from mtmc.verify import case_io, verifier
+
+    real_env = verifier._worker_env
+    monkeypatch.setattr(verifier, "_worker_env",
+                        lambda overrides: real_env({**overrides, case_io.JOBS_PER_GPU_ENV: "1000000"}))
+    with LocalVerifier(gpus=[0], timeout_s=60.0, strict=True) as v:
+        verdict = v.verify(load_task(TASKS / "softmax.py"), Program(SOFTMAX))
+    table = format_verdict_table(verdict)
+    assert verdict.ok and verdict.candidate_ms > 0 and verdict.triton_share, table
+    assert verdict.eager_ms > 0 and verdict.compiled_ms > 0, table
+
+
 def test_timing_sets_waiting_on_the_host_are_copied_in_before_each_call():
     """case_io.timing_sets leaves sets that do not fit on the host; time_calls copies each into its
     device buffers before the call, and every timed output is still checked against its own set's."""
