@@ -53,7 +53,7 @@ from mtmc.verify.trusted import REFERENCE_BYTES_KEPT, REFERENCES_KEPT, TrustedRu
 from mtmc.verify.verdict import Status, Verdict, VerifierError  # noqa: F401  (re-exported)
 from mtmc.verify.worker_pool import WorkerPool
 
-VERIFIER_VERSION = "2.2"  # bump whenever a change can flip a verdict: cached verdicts expire
+VERIFIER_VERSION = "2.3"  # bump whenever a change can flip a verdict: cached verdicts expire
 INTERPRETER_DEVICE = "cpu (triton interpreter)"
 FULL_ISOLATION = "netns+pidns+readonly+nobody"
 
@@ -240,11 +240,10 @@ class Engine:
             return
         half = any(t.dtype in {"float16", "bfloat16"} for t in summary.inputs + summary.outputs)
         work = (summary.matmul_flops, summary.bytes_min, half, peaks)
-        verdict.roofline_ms = hardware.roofline_ms(*work)  # reachable: the measured copy bandwidth
-        limit_ms = hardware.roofline_ms(*work, limit=True)  # physical: the datasheet rates
-        if hardware.below_floor(verdict.candidate_ms, limit_ms, self.settings.floor_margin):
+        verdict.roofline_ms = hardware.roofline_ms(*work)  # physical: the datasheet rates
+        if hardware.below_floor(verdict.candidate_ms, verdict.roofline_ms, self.settings.floor_margin):
             reject(verdict, f"faster than the hardware allows: {verdict.candidate_ms:.4f} ms against a "
-                    f"floor of {limit_ms:.4f} ms at the datasheet's memory and math rates (T4)")
+                    f"floor of {verdict.roofline_ms:.4f} ms at the datasheet's memory and math rates (T4)")
 
     def _check_integrity(self) -> None:
         try:

@@ -1,17 +1,18 @@
 """What the hardware allows: peak numbers per GPU and the roofline floor a time must not beat (T4).
 
-Two floors come from the task summary, `max(matmul_flops / peak_flops, bytes_min / bandwidth)`:
+The floor comes from the task summary, `max(matmul_flops / peak_flops, bytes_min / bandwidth_max)`:
 no correct program moves fewer bytes than its inputs, weights and outputs, nor does fewer FLOPs
-than the reference's matmuls.
-- The reachable floor (`Verdict.roofline_ms`, what "share of roofline" reads against) uses the
-  measured copy bandwidth (BENCHMARKS.md: 4.24 TB/s on an H200).
-- The rejection floor uses `bandwidth_max`, the memory's datasheet rate, a physical limit: a
-  read-only stream beats a copy's rate, and on the H200 suite run amax_lastdim read at 4.655 TB/s,
-  0.2% under the 4.2e12 / 0.9 threshold that the copy rate gave the rejection floor before.
+than the reference's matmuls, and none moves them faster than the datasheet's rates.
+- `Verdict.roofline_ms` (what "share of roofline" reads against) is that floor, at the physical
+  rates. Until verifier 2.3 it used the measured copy bandwidth (`bandwidth`), which a read-only
+  stream beats: amax_lastdim read at 4.655 TB/s on an H200, where a copy runs at 4.24 TB/s, and 56
+  verdicts of honest reductions read 100.4-110.8% of that floor (benchmarks/roofline_audit.py,
+  2026-11-27). A share of roofline above 1.0 now means faster than the hardware.
+- The rejection: a time below `floor_margin` times the floor is physically impossible (the margin
+  allows for clock and measurement noise).
 FLOP peaks are the dense tensor-core peaks (TF32 for fp32 tasks, since tf32x3 `tl.dot` is an
 honest fp32 strategy that runs on tensor cores): the floor must never reject an honest kernel,
-so it uses the fastest math an fp32 kernel could legitimately use. A time below
-`floor_margin` times the rejection floor is physically impossible and rejected.
+so it uses the fastest math an fp32 kernel could legitimately use.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Peaks:
-    bandwidth: float  # bytes/s, measured device-to-device copy: the reachable floor
-    bandwidth_max: float  # bytes/s, the memory's datasheet rate: the rejection floor (T4)
+    bandwidth: float  # bytes/s, measured device-to-device copy: bandwidth_max is never lower
+    bandwidth_max: float  # bytes/s, the memory's datasheet rate: the floor's (T4)
     flops_fp32: float  # FLOP/s, fastest fp32-output math (TF32 tensor cores, dense)
     flops_fp16: float  # FLOP/s, fp16/bf16 tensor cores, dense
 
@@ -53,12 +54,10 @@ def peaks_for(device_name: str, bandwidth: float | None = None, flops_fp32: floa
                  flops_fp32=flops_fp32 or known.flops_fp32, flops_fp16=flops_fp16 or known.flops_fp16)
 
 
-def roofline_ms(matmul_flops: int, bytes_min: int, half_precision: bool, peaks: Peaks, *,
-                limit: bool = False) -> float:
-    """The reachable floor (measured copy bandwidth), or with `limit` the physical one (datasheet)."""
+def roofline_ms(matmul_flops: int, bytes_min: int, half_precision: bool, peaks: Peaks) -> float:
+    """The physical floor: the datasheet's memory rate and the dense tensor-core math rate."""
     flops = peaks.flops_fp16 if half_precision else peaks.flops_fp32
-    bandwidth = peaks.bandwidth_max if limit else peaks.bandwidth
-    return 1e3 * max(matmul_flops / flops, bytes_min / bandwidth)
+    return 1e3 * max(matmul_flops / flops, bytes_min / peaks.bandwidth_max)
 
 
 def below_floor(candidate_ms: float, floor_ms: float, margin: float) -> bool:

@@ -63,15 +63,20 @@ def test_geomean_ignores_missing_values():
     assert geomean([None]) is None
 
 
-def test_auto_calibration_reproduces_the_floor_in_benchmarks_md():
+def test_the_floor_takes_the_faster_of_the_measured_and_the_datasheet_rates():
+    """The H100 calibration measured a 3.02 TB/s copy and 723 TFLOP/s fp16 cuBLAS; the datasheet's
+    3.35 TB/s and 990 TFLOP/s are faster, so they set the floors (BENCHMARKS.md's tables before
+    2026-11-27 read 1.423 and 1.521 ms at the measured rates, and honest kernels beat them)."""
     calibration = pick(load_calibrations("auto"), H100)
     assert calibration is not None and pick(load_calibrations("auto"), "some other GPU") is None
-    task = load_task("softmax_lastdim")
+    task = load_task("softmax_lastdim")  # 4 GiB read and written
     floor, bound = floor_ms(summarize(task), task, calibration)
-    assert bound == "memory" and floor == pytest.approx(1.423, abs=1e-3)  # BENCHMARKS.md softmax_lastdim
-    task = load_task("matmul_fp16")
+    assert bound == "memory" and floor == pytest.approx(1e3 * 2**32 / 3.35e12)
+    task = load_task("matmul_fp16")  # 8192^2 x 8192 x 2 FLOPs
     floor, bound = floor_ms(summarize(task), task, calibration)
-    assert bound == "compute" and floor == pytest.approx(1.521, abs=1e-3)  # BENCHMARKS.md matmul_fp16
+    assert bound == "compute" and floor == pytest.approx(1e3 * 2 * 8192**3 / 990e12)
+    unknown_gpu = calibration | {"gpu": "some other GPU"}  # no datasheet: the measured rates
+    assert floor_ms(summarize(task), task, unknown_gpu)[0] == pytest.approx(1.521, abs=1e-3)
 
 
 def test_a_missing_calibration_file_is_an_error(tmp_path):
