@@ -46,3 +46,41 @@ def test_an_ok_task_with_no_roofline_is_counted_not_listed(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "| relu |" not in out
     assert out.count("| 0 | 1 | n/a | 0 |") == 2  # no fraction, one ok verdict without, none above
+
+
+def test_recompute_reads_an_archived_row_against_todays_floor(tmp_path, capsys):
+    """A row whose stored floor (the measured copy rate's) reads above 1.0 but today's (the datasheet's
+    memory rate) does not: --recompute passes it; a task that does not load is listed, not dropped."""
+    from mtmc.bench.roofline import floor_ms, load_calibrations, pick
+    from mtmc.tasks import load_task, summarize
+
+    task = load_task("softmax_lastdim")
+    summary = summarize(task)
+    gpu = "NVIDIA H100 80GB HBM3"
+    new, _ = floor_ms(summary, task, pick(load_calibrations("auto"), gpu))
+    old, candidate = 1.2 * new, 1.1 * new  # the old floor was slower than the datasheet's
+    folder = bench_folder(tmp_path / "old", "softmax_lastdim", candidate_ms=candidate, floor_ms=old)
+    results = json.loads((folder / "results.json").read_text())
+    results["meta"] = {"suite": "builtin"}
+    results["tasks"][0] |= {"device": gpu, "bytes": summary.bytes_min}
+    # a task since removed from the built-ins, under its floor as stored; no result.json: no verdict
+    results["tasks"].append({**results["tasks"][0], "task": "gone_task", "floor_ms": 0.5 * candidate})
+    (folder / "results.json").write_text(json.dumps(results))
+
+    assert roofline_audit.main(["--no-manifest", "--recompute", str(folder)]) == 0
+    out = capsys.readouterr().out
+    stored, today = out.split("## Roofline audit at today's floors")
+    assert "### Above 1.0 (2)" in stored  # bench and verifier, as stored: 1.2 / 1.1
+    assert "Above 1.0" not in today
+    assert "2 timed tasks, 3 timed fractions" in today
+    assert "2 recomputed, 1 not recomputed (listed below)" in today
+    assert f"| bench now | {folder} | gone_task | ok | {candidate:.4f} | loading or summarizing gone_task " \
+           "failed: TaskError: gone_task: not a task file and not a built-in task" in today
+    assert f"{100 / 1.1:.2f}% (softmax_lastdim, {folder})" in today
+
+    results["tasks"][0]["candidate_ms"] = 0.9 * new  # faster than today's floor too: the audit fails
+    (folder / "results.json").write_text(json.dumps(results))
+    assert roofline_audit.main(["--no-manifest", "--recompute", str(folder)]) == 1
+    today = capsys.readouterr().out.split("## Roofline audit at today's floors")[1]
+    over = f"| bench now | {folder} | softmax_lastdim | ok | memory | {0.9 * new:.4f} | {new:.4f} | 111.11% |"
+    assert "### Above 1.0 (1)" in today and over in today  # the verdict (result.json) keeps its time
