@@ -3,7 +3,7 @@
     python benchmarks/roofline_audit.py                         # every folder of the manifest
     python benchmarks/roofline_audit.py <bench folder> [...]    # and these folders on disk (new runs)
     python benchmarks/roofline_audit.py --no-manifest <bench folder> [...]
-    python benchmarks/roofline_audit.py --recompute --tasks <task folder> [...]   # today's floors too
+    python benchmarks/roofline_audit.py [<bench folder> ...] --recompute --tasks <task folder> [...]
 
 Manifest folders are read from the commit that archived them (benchmarks/results.csv, `where`), so
 nothing needs checking out. A task's fraction is roofline ms / its final candidate ms: 1.0 runs at the
@@ -362,6 +362,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--tasks", nargs="+", type=Path, default=[], metavar="FOLDER",
                         help="for --recompute: folders of KernelBench task files, matched by file stem")
     args = parser.parse_args(argv)
+    for tasks in args.tasks:  # --tasks takes every word after it: a bench folder there would go unread
+        if not any(tasks.glob("*.py")):
+            parser.error(f"--tasks {tasks}: no task files (*.py) there; bench folders go before --tasks")
     folders = [] if args.no_manifest else [archived_folder(r["where"]) for r in read_manifest()]
     folders += [disk_folder(f) for f in args.folders]
     their_timings = [timings(f) for f in folders]

@@ -3,6 +3,8 @@
 import json
 from pathlib import Path
 
+import pytest
+
 from benchmarks import roofline_audit
 
 
@@ -84,3 +86,10 @@ def test_recompute_reads_an_archived_row_against_todays_floor(tmp_path, capsys):
     today = capsys.readouterr().out.split("## Roofline audit at today's floors")[1]
     over = f"| bench now | {folder} | softmax_lastdim | ok | memory | {0.9 * new:.4f} | {new:.4f} | 111.11% |"
     assert "### Above 1.0 (1)" in today and over in today  # the verdict (result.json) keeps its time
+
+
+def test_a_bench_folder_after_tasks_is_refused_not_skipped(tmp_path, capsys):
+    folder = bench_folder(tmp_path / "run", "relu", candidate_ms=2.0, floor_ms=1.0)
+    with pytest.raises(SystemExit):
+        roofline_audit.main(["--no-manifest", "--recompute", "--tasks", str(folder)])
+    assert "bench folders go before --tasks" in capsys.readouterr().err
