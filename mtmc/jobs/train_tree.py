@@ -52,14 +52,14 @@ def train_on_tree(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
     checkpoint = out_dir / CHECKPOINT
     model.save_pretrained(checkpoint)
     tokenizer.save_pretrained(checkpoint)
-    log.info("planner checkpoint: planner=lm planner.checkpoint=%s (%d continuation episodes)", checkpoint,
-             reward.episodes)
+    log.info("planner checkpoint: planner=lm planner.checkpoint=%s (%d episodes rewarded, %d continuations "
+             "played)", checkpoint, reward.episodes, reward.played)
     write_curves(out_dir, {"grpo": history})
     report = None
     if cfg.eval.enabled and evaluate_on:
         report = evaluate(cfg, tree, evaluate_on, checkpoint, out_dir)
     return {"checkpoint": str(checkpoint), "train_tasks": len(train), "grpo_states": len(states),
-            "episodes": reward.episodes, "eval": report}
+            "episodes": reward.episodes, "played": reward.played, "eval": report}
 
 
 def split_tree(cfg: DictConfig) -> tuple[Tree, list[Task], list[Task]]:

@@ -50,6 +50,17 @@ def test_a_steps_reward_is_its_return_to_go_with_the_episode_finished_by_the_pol
         [0.0, math.log(4.0) - 3 * COST])
 
 
+def test_a_step_sampled_twice_in_a_call_is_played_once_and_rewarded_twice(env):
+    reward = TreeReturn(env, policy=GreedyPlanner())
+    completions = [" num_warps 8", " vectorize", " num_warps 8", " no such step", " num_warps 8"]
+    rewards = reward(["p"] * 5, completions, ["t"] * 5, [["port"]] * 5)
+    alone = TreeReturn(env, policy=GreedyPlanner())
+    assert rewards == [alone.score(c, "t", ["port"]) for c in completions]
+    assert (reward.episodes, reward.played) == (4, 2)  # the illegal one is no episode
+    reward(["p"], [" num_warps 8"], ["t"], [["port"]])  # a later call (another model): played again
+    assert reward.played == 3
+
+
 def test_grpo_steps_on_the_tree_run_on_the_cpu_and_move_the_policy(env, tmp_path):
     states = tree_states(env, [RandomPlanner(seed=s, stop_prob=0.0) for s in range(4)])
     legal = legal_by_prompt(env, states)
