@@ -190,13 +190,18 @@ def tokenize_completions(tokenizer: Any, prompt: str,
     prompt + completion + eos as one text; the completion starts where the two diverge), so the
     scored tokens are exactly the tokens SFT trained on.
     """
-    prompt_ids = tokenizer(prompt)["input_ids"]
-    rows = [tokenizer(prompt + c + tokenizer.eos_token)["input_ids"] for c in completions]
+    # one call for the prompt and every row: a batch gives each text the ids it gets alone, without
+    # the tokenizer's per-call overhead (a fifth of the time a tiny model takes to score a menu)
+    texts = [prompt] + [prompt + c + tokenizer.eos_token for c in completions]
+    prompt_ids, *rows = tokenizer(texts)["input_ids"]
     starts = [max(1, common_prefix(prompt_ids, row)) for row in rows]
     return rows, starts
 
 
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    shorter = min(len(a), len(b))
+    if a[:shorter] == b[:shorter]:  # the usual case, the prompt's ids start the row: one comparison
+        return shorter
     n = 0
     while n < min(len(a), len(b)) and a[n] == b[n]:
         n += 1
