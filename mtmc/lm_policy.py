@@ -175,10 +175,13 @@ def score_completions(model: Any, tokenizer: Any, prompt: str,
     input_ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows], device=device)
     attention = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows], device=device)
     logits = model(input_ids=input_ids, attention_mask=attention).logits.float()
-    # position t predicts token t + 1
-    token_logprobs = logits[:, :-1].log_softmax(-1).gather(-1, input_ids[:, 1:, None]).squeeze(-1)
+    # position t predicts token t + 1; only the completions' positions are normalised (from the
+    # earliest start on): the prompt's many positions are never scored
+    first = min(starts) - 1
+    scored = logits[:, first:-1].log_softmax(-1)
+    token_logprobs = scored.gather(-1, input_ids[:, first + 1:, None]).squeeze(-1)
     return [ScoredCompletion(prompt_ids=row[:start], completion_ids=row[start:],
-                             logprobs=token_logprobs[i, start - 1:len(row) - 1])
+                             logprobs=token_logprobs[i, start - 1 - first:len(row) - 1 - first])
             for i, (row, start) in enumerate(zip(rows, starts, strict=True))]
 
 

@@ -18,6 +18,7 @@ from mtmc.lm_policy import (
     common_prefix,
     completion_text,
     render_prompt,
+    score_completions,
     state_prompt,
     tokenize_completions,
 )
@@ -223,3 +224,17 @@ def test_common_prefix_is_where_two_id_lists_part():
     assert common_prefix([1, 2, 3], [1, 2]) == 2
     assert common_prefix([1, 2, 3], [1, 5, 3]) == 1
     assert common_prefix([], [1]) == 0
+
+
+def test_each_completion_is_scored_at_its_own_positions():
+    # only the completions' positions are normalised: each one's tokens, scored alone, unpadded
+    prompt = render_prompt(SUMMARY, HISTORY, 10)
+    completions = [completion_text(t) for t in MENUS[2]]
+    model, tokenizer = build_tiny([prompt + c for c in completions])
+    with torch.no_grad():
+        scored = score_completions(model, tokenizer, prompt, completions)
+        rows, starts = tokenize_completions(tokenizer, prompt, completions)
+        for option, row, start in zip(scored, rows, starts, strict=True):
+            ids = torch.tensor([row])
+            whole = model(input_ids=ids).logits.float()[0, :-1].log_softmax(-1).gather(-1, ids[0, 1:, None])
+            assert torch.allclose(option.logprobs, whole[start - 1:, 0], atol=1e-6, rtol=0)
