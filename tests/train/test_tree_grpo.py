@@ -100,6 +100,9 @@ def test_mtmc_train_env_tree_trains_on_the_train_split_and_reports_on_the_eval_s
     result = train_on_tree(cfg, out)  # what `mtmc train env=tree` calls with the run folder
     assert result["train_tasks"] == 1 and result["episodes"] > 0
     assert (out / "checkpoint" / "config.json").is_file() and (out / "train_curves.png").is_file()
+    summary = json.loads((out / "grpo_summary.json").read_text())
+    assert summary["episodes"] == result["episodes"] and summary["states_per_step"] == 1
+    assert summary["steps"] == 1 and summary["episodes_per_min"] > 0 and summary["job_s"] >= summary["grpo_s"]
     report = json.loads((out / "eval" / "tree_report.json").read_text())
     assert [r["task"] for r in report["tasks"]] == ["e"]  # the eval split only
     assert report["meta"]["runs"] == {"lm": 1, "random": 2, "heuristic": 1}
