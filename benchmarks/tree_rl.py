@@ -19,6 +19,7 @@ from pathlib import Path
 from statistics import fmean
 
 SUMMARY_JSON = "grpo_summary.json"  # as mtmc/train/tree_summary.py writes it
+NO_SIGNAL = 0.999  # frac_reward_zero_std from which no group of a run had a learning signal
 COLUMNS = ("run", "seed", "steps", "states/step", "episodes", "played", "GRPO s", "job s", "episodes/min",
            "return first 10%", "return last 10%", "rise", "frac_reward_zero_std")
 
@@ -62,10 +63,15 @@ def verdict_line(runs: list[dict]) -> str:
     verdict = rise_and_spread(runs)
     rise = f"{verdict['rise']:+.4f}"
     if verdict["spread"] is None:
-        return f"Rise (last 10% - first 10%): {rise}; one run, so no spread over seeds."
-    return (f"Mean rise (last 10% - first 10%) over {len(runs)} runs: {rise}; spread over the runs (the "
-            f"larger range of the first-10% and last-10% means): {verdict['spread']:.4f}; the rise clears "
-            f"the spread: {'yes' if verdict['clears'] else 'no'}.")
+        line = f"Rise (last 10% - first 10%): {rise}; one run, so no spread over seeds."
+    else:
+        line = (f"Mean rise (last 10% - first 10%) over {len(runs)} runs: {rise}; spread over the runs "
+                f"(the larger range of the first-10% and last-10% means): {verdict['spread']:.4f}; the rise "
+                f"clears the spread: {'yes' if verdict['clears'] else 'no'}.")
+    if all((r.get("frac_reward_zero_std") or 0.0) >= NO_SIGNAL for r in runs):
+        # GRPO's advantages were all zero: the return moved only with the states each step drew
+        line += " No group's returns ever differed (frac_reward_zero_std 1.00): nothing was learnt."
+    return line
 
 
 def main(argv: list[str]) -> None:
