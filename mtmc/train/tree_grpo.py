@@ -78,10 +78,11 @@ class TreeReturn:
     """TRL reward function `(prompts, completions, task, steps) -> rewards`: each completion's
     return-to-go in `env`, the episode finished by `policy` (default: the model, greedily).
 
-    Within one call the model does not change (TRL calls the reward between optimiser steps), so a
-    step sampled several times from the same state (common in a group of `num_generations`) is played
-    once and its return shared: `episodes` counts every rewarded episode, as GRPO learns from them,
-    `played` the continuations actually simulated."""
+    Within one call the model does not change (TRL calls the reward between optimiser steps) and the
+    continuation's choices depend on the state alone (greedy; a seeded planner here draws per (seed,
+    step)), so a step sampled several times from the same state (common in a group of
+    `num_generations`) is played once and its return shared: `episodes` counts every rewarded episode,
+    as GRPO learns from them, `played` the continuations actually simulated."""
 
     def __init__(self, env: TreeEnv, model: Any = None, tokenizer: Any = None, *, rejected: float = -2.0,
                  policy: Planner | None = None) -> None:
