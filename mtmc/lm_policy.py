@@ -175,10 +175,13 @@ def score_completions(model: Any, tokenizer: Any, prompt: str,
     input_ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows], device=device)
     attention = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows], device=device)
     logits = model(input_ids=input_ids, attention_mask=attention).logits.float()
-    # position t predicts token t + 1
-    token_logprobs = logits[:, :-1].log_softmax(-1).gather(-1, input_ids[:, 1:, None]).squeeze(-1)
+    # position t predicts token t + 1; only the completions' positions are normalised (from the
+    # earliest start on): the prompt's many positions are never scored
+    first = min(starts) - 1
+    scored = logits[:, first:-1].log_softmax(-1)
+    token_logprobs = scored.gather(-1, input_ids[:, first + 1:, None]).squeeze(-1)
     return [ScoredCompletion(prompt_ids=row[:start], completion_ids=row[start:],
-                             logprobs=token_logprobs[i, start - 1:len(row) - 1])
+                             logprobs=token_logprobs[i, start - 1 - first:len(row) - 1 - first])
             for i, (row, start) in enumerate(zip(rows, starts, strict=True))]
 
 
@@ -190,13 +193,18 @@ def tokenize_completions(tokenizer: Any, prompt: str,
     prompt + completion + eos as one text; the completion starts where the two diverge), so the
     scored tokens are exactly the tokens SFT trained on.
     """
-    prompt_ids = tokenizer(prompt)["input_ids"]
-    rows = [tokenizer(prompt + c + tokenizer.eos_token)["input_ids"] for c in completions]
+    # one call for the prompt and every row: a batch gives each text the ids it gets alone, without
+    # the tokenizer's per-call overhead (a fifth of the time a tiny model takes to score a menu)
+    texts = [prompt] + [prompt + c + tokenizer.eos_token for c in completions]
+    prompt_ids, *rows = tokenizer(texts)["input_ids"]
     starts = [max(1, common_prefix(prompt_ids, row)) for row in rows]
     return rows, starts
 
 
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    shorter = min(len(a), len(b))
+    if a[:shorter] == b[:shorter]:  # the usual case, the prompt's ids start the row: one comparison
+        return shorter
     n = 0
     while n < min(len(a), len(b)) and a[n] == b[n]:
         n += 1

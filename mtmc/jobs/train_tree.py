@@ -2,6 +2,8 @@
 
     tree -> train-split tasks -> TreeEnv -> states (random-planner episodes) -> GRPO, each sampled step
       rewarded with its return-to-go (mtmc/train/tree_grpo.py) -> <out>/checkpoint -> train curves
+      -> grpo_summary.json: episodes/min, wall times, the mean return's first and last 10% of steps
+         (mtmc/train/tree_summary.py)
       -> eval: the tree report (mtmc/tree/report.py) of the trained planner and the baselines on the
          tree's eval-split tasks, offline
 """
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +37,7 @@ def train_on_tree(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
     from mtmc.train.tree_grpo import TreeReturn, legal_by_prompt, train_tree_grpo, tree_states
     from planners.random import RandomPlanner
 
+    started = time.perf_counter()
     if cfg.stage != "grpo":
         raise SystemExit(f"mtmc train: env=tree trains stage=grpo only, not {cfg.stage} (SFT learns from "
                          "recorded runs: env=runs data=...)")
@@ -48,18 +52,39 @@ def train_on_tree(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
     model, tokenizer = build_model(cfg, words)
     args = GRPOConfig(output_dir=str(out_dir / "grpo"), **OmegaConf.to_container(cfg.grpo, resolve=True))
     reward = TreeReturn(env, model, tokenizer, rejected=instantiate(cfg.reward).rejected)
+    grpo_started = time.perf_counter()
     history = train_tree_grpo(model, tokenizer, states, reward, args)
+    grpo_s = time.perf_counter() - grpo_started
     checkpoint = out_dir / CHECKPOINT
     model.save_pretrained(checkpoint)
     tokenizer.save_pretrained(checkpoint)
-    log.info("planner checkpoint: planner=lm planner.checkpoint=%s (%d continuation episodes)", checkpoint,
-             reward.episodes)
+    log.info("planner checkpoint: planner=lm planner.checkpoint=%s", checkpoint)
     write_curves(out_dir, {"grpo": history})
     report = None
     if cfg.eval.enabled and evaluate_on:
         report = evaluate(cfg, tree, evaluate_on, checkpoint, out_dir)
+    summary = write_summary(cfg, out_dir, history, reward, args, grpo_s=grpo_s,
+                            job_s=time.perf_counter() - started)
     return {"checkpoint": str(checkpoint), "train_tasks": len(train), "grpo_states": len(states),
-            "episodes": reward.episodes, "eval": report}
+            "episodes": reward.episodes, "played": reward.played, "summary": summary, "eval": report}
+
+
+def write_summary(cfg: DictConfig, out_dir: Path, history: list[dict], reward: Any, args: Any, *,
+                  grpo_s: float, job_s: float) -> dict:
+    """<out>/grpo_summary.json: the run's throughput and return (tree_summary.py) and what it ran with.
+    `job_s` runs from the job's start (after the imports and Hydra, ~10 s on a 2-core CPU) to the end
+    of the eval."""
+    from mtmc.train.tree_summary import SUMMARY_JSON, grpo_summary, summary_line
+
+    per_step = args.per_device_train_batch_size * args.gradient_accumulation_steps * args.world_size
+    summary = grpo_summary(history, episodes=reward.episodes, played=reward.played, grpo_s=grpo_s,
+                           states_per_step=per_step // args.num_generations)
+    summary |= {"job_s": round(job_s, 2), "tree": str(cfg.tree), "seed": cfg.seed, "model": str(cfg.model),
+                "num_generations": args.num_generations, "learning_rate": args.learning_rate,
+                "episode_max_steps": cfg.tree_env.max_steps, "call_cost": cfg.tree_env.call_cost}
+    write_atomic(out_dir / SUMMARY_JSON, json.dumps(summary, indent=2) + "\n")
+    log.info(summary_line(summary))
+    return summary
 
 
 def split_tree(cfg: DictConfig) -> tuple[Tree, list[Task], list[Task]]:

@@ -76,7 +76,13 @@ class GreedyPolicy:
 
 class TreeReturn:
     """TRL reward function `(prompts, completions, task, steps) -> rewards`: each completion's
-    return-to-go in `env`, the episode finished by `policy` (default: the model, greedily)."""
+    return-to-go in `env`, the episode finished by `policy` (default: the model, greedily).
+
+    Within one call the model does not change (TRL calls the reward between optimiser steps) and the
+    continuation's choices depend on the state alone (greedy; a seeded planner here draws per (seed,
+    step)), so a step sampled several times from the same state (common in a group of
+    `num_generations`) is played once and its return shared: `episodes` counts every rewarded episode,
+    as GRPO learns from them, `played` the continuations actually simulated."""
 
     def __init__(self, env: TreeEnv, model: Any = None, tokenizer: Any = None, *, rejected: float = -2.0,
                  policy: Planner | None = None) -> None:
@@ -84,25 +90,41 @@ class TreeReturn:
             raise ValueError("TreeReturn needs the model being trained (or a fixed continuation policy)")
         self.env, self.rejected = env, rejected
         self.policy = policy or GreedyPolicy(model, tokenizer)
-        self.episodes = 0  # continuations played, for throughput
+        self.episodes = 0  # legal completions rewarded (each one an episode GRPO learns from)
+        self.played = 0  # of those, the continuations simulated (the others were a repeat in the call)
 
     def __call__(self, prompts: list[str], completions: list[str], task: list[str], steps: list[list[str]],
                  **kwargs: Any) -> list[float]:
-        return [self.score(c, t, s) for c, t, s in zip(completions, task, steps, strict=True)]
+        returns: dict[tuple[str, tuple[str, ...], str], float | None] = {}
+        return [self.score(c, t, s, returns) for c, t, s in zip(completions, task, steps, strict=True)]
 
-    def score(self, completion: str, task: str, steps: Sequence[str]) -> float:
+    def score(self, completion: str, task: str, steps: Sequence[str],
+              returns: dict[tuple[str, tuple[str, ...], str], float | None] | None = None) -> float:
+        """The completion's reward; `returns` holds those already played under the same model."""
+        returns = {} if returns is None else returns
+        key = (task, tuple(steps), completion)
+        if key not in returns:
+            returns[key] = self.play(completion, task, steps)
+        if returns[key] is None:
+            return self.rejected
+        self.episodes += 1
+        return returns[key]
+
+    def play(self, completion: str, task: str, steps: Sequence[str]) -> float | None:
+        """The return-to-go of the completion's step in the state `steps` lead to, the episode finished
+        by the policy; None when the completion is not a legal step there."""
         state = restore(self.env, task, steps)
         try:
             strategy = Strategy.parse(completion)
         except StrategyError:
-            return self.rejected
+            return None
         if strategy not in state.legal:
-            return self.rejected
+            return None
         before = self.env.return_
         self.env.step(strategy)
         while not self.env.done:
             self.env.step(self.policy.propose(self.env.plan_state()))
-        self.episodes += 1
+        self.played += 1
         return self.env.return_ - before
 
 

@@ -18,6 +18,10 @@ the gain in log time of the accepted program (0 for the port, the baseline) minu
 so the rewards of an episode add up to its return. Without timings (a tree recorded on the CPU) the
 log term is 0. A program the recording did not expand (the deepest level, or a cut-off run) offers
 only `stop`, so within the recorded depth an episode never meets an unrecorded program.
+
+The tree is read-only while an environment walks it: each program's menu is read and parsed once
+(GRPO replays states thousands of times a minute, and parsing the menu again on every `done`,
+`legal()` and `step` was most of a replay's time).
 """
 
 from __future__ import annotations
@@ -73,6 +77,7 @@ class TreeEnv:
         self.reward_cfg = reward or RewardConfig()
         self.tasks = {task.name: task for task in tasks}
         self._summaries: dict[str, TaskSummary] = {}
+        self._menus: dict[tuple[str, str | None], _Menu] = {}
 
     # --- the episode -------------------------------------------------------------------------------
     def reset(self, task: str) -> PlanState:
@@ -91,18 +96,14 @@ class TreeEnv:
         sets the stop reason the first time it holds)."""
         if self.stop_reason is None and len(self.history) >= self.max_steps:
             self.stop_reason = "max_steps"
-        if self.stop_reason is None and not any(not s.is_stop for s in self.legal()):
+        if self.stop_reason is None and not any(not s.is_stop for s in self._menu().legal):
             self.stop_reason = "nothing_legal"
         return self.stop_reason is not None
 
     def legal(self) -> list[Strategy]:
         """The coder's menu at the current program, as recorded; `stop` once ported. A program the
         recording did not expand offers `stop` alone."""
-        if self.node is None:
-            return [Strategy.parse(s.strategy) for s in self.tree.steps(self.task, None)]
-        if not self.tree.is_expanded(self.task, self.node):
-            return [STOP]
-        return [Strategy.parse(s.strategy) for s in self.tree.steps(self.task, self.node)] + [STOP]
+        return list(self._menu().legal)
 
     def step(self, strategy: Strategy) -> StepResult:
         if self.done:
@@ -144,12 +145,18 @@ class TreeEnv:
                          steps_left=self.max_steps - len(self.history))
 
     # --- helpers -----------------------------------------------------------------------------------
+    def _menu(self) -> _Menu:
+        key = (self.task, self.node)
+        if key not in self._menus:
+            self._menus[key] = _Menu.read(self.tree, self.task, self.node)
+        return self._menus[key]
+
     def _recorded_step(self, strategy: Strategy) -> Step:
-        steps = {s.strategy: s for s in self.tree.steps(self.task, self.node)}
-        if str(strategy) not in steps or strategy not in self.legal():
-            legal = [str(s) for s in self.legal()]
+        menu = self._menu()
+        if str(strategy) not in menu.steps or strategy not in menu.legal:
+            legal = [str(s) for s in menu.legal]
             raise ValueError(f"{str(strategy)!r} is not among the legal steps {legal}")
-        return steps[str(strategy)]
+        return menu.steps[str(strategy)]
 
     def _attempts(self, step: Step) -> tuple[Verdict, int, Outcome]:
         """The step as the graph's code -> verify -> gate loop runs it: retried while it fails."""
@@ -168,6 +175,26 @@ class TreeEnv:
         if task not in self._summaries:
             self._summaries[task] = summarize(self.tasks[task])
         return self._summaries[task]
+
+
+@dataclass(frozen=True)
+class _Menu:
+    """One program's menu as the environment offers it, and its recorded steps by their text."""
+
+    legal: tuple[Strategy, ...]
+    steps: dict[str, Step]
+
+    @classmethod
+    def read(cls, tree: Tree, task: str, node: str | None) -> _Menu:
+        steps = tree.steps(task, node)
+        recorded = tuple(Strategy.parse(s.strategy) for s in steps)
+        if node is None:
+            legal = recorded
+        elif not tree.is_expanded(task, node):
+            legal = (STOP,)
+        else:
+            legal = (*recorded, STOP)
+        return cls(legal, {s.strategy: s for s in steps})
 
 
 def run_episode(env: TreeEnv, planner: Planner, task: str) -> Episode:

@@ -15,8 +15,10 @@ import torch
 from mtmc.lm_policy import (
     CheckpointError,
     ScoredCompletion,
+    common_prefix,
     completion_text,
     render_prompt,
+    score_completions,
     state_prompt,
     tokenize_completions,
 )
@@ -188,3 +190,51 @@ def test_the_planner_scores_by_its_scoring(checkpoint):
     assert mean.score(prompt, completions) == pytest.approx(expected, abs=1e-5)
     with pytest.raises(ValueError, match="scoring"):
         LMPlanner(str(checkpoint), scoring="max")
+
+
+def byte_bpe(texts: list[str]):
+    """A small byte-level BPE whose merges cross the prompt's end: a completion can change the prompt's
+    last token, as in real BPE vocabularies (the tiny model's word tokenizer never does)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    core = Tokenizer(models.BPE())
+    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    core.decoder = decoders.ByteLevel()
+    core.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=300, special_tokens=["<eos>"]))
+    return PreTrainedTokenizerFast(tokenizer_object=core, eos_token="<eos>")
+
+
+@pytest.mark.parametrize("kind", ["words", "bpe"])
+def test_completions_are_tokenized_as_each_text_alone(kind):
+    prompt = render_prompt(SUMMARY, HISTORY, 10)
+    completions = [completion_text(t) for t in MENUS[2]] + ["stopstop", ":x"]
+    texts = [prompt + c for c in completions]
+    tokenizer = build_tiny(texts)[1] if kind == "words" else byte_bpe(texts * 20)
+    rows, starts = tokenize_completions(tokenizer, prompt, completions)
+    alone = tokenizer(prompt)["input_ids"]
+    assert rows == [tokenizer(prompt + c + tokenizer.eos_token)["input_ids"] for c in completions]
+    assert starts == [max(1, common_prefix(alone, row)) for row in rows]
+    if kind == "bpe":  # ":x" merges with the prompt's last token: that token is the completion's
+        assert starts[-1] < len(alone)
+
+
+def test_common_prefix_is_where_two_id_lists_part():
+    assert common_prefix([1, 2, 3], [1, 2, 3, 4]) == 3
+    assert common_prefix([1, 2, 3], [1, 2]) == 2
+    assert common_prefix([1, 2, 3], [1, 5, 3]) == 1
+    assert common_prefix([], [1]) == 0
+
+
+def test_each_completion_is_scored_at_its_own_positions():
+    # only the completions' positions are normalised: each one's tokens, scored alone, unpadded
+    prompt = render_prompt(SUMMARY, HISTORY, 10)
+    completions = [completion_text(t) for t in MENUS[2]]
+    model, tokenizer = build_tiny([prompt + c for c in completions])
+    with torch.no_grad():
+        scored = score_completions(model, tokenizer, prompt, completions)
+        rows, starts = tokenize_completions(tokenizer, prompt, completions)
+        for option, row, start in zip(scored, rows, starts, strict=True):
+            ids = torch.tensor([row])
+            whole = model(input_ids=ids).logits.float()[0, :-1].log_softmax(-1).gather(-1, ids[0, 1:, None])
+            assert torch.allclose(option.logprobs, whole[start - 1:, 0], atol=1e-6, rtol=0)

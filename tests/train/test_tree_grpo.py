@@ -50,6 +50,17 @@ def test_a_steps_reward_is_its_return_to_go_with_the_episode_finished_by_the_pol
         [0.0, math.log(4.0) - 3 * COST])
 
 
+def test_a_step_sampled_twice_in_a_call_is_played_once_and_rewarded_twice(env):
+    reward = TreeReturn(env, policy=GreedyPlanner())
+    completions = [" num_warps 8", " vectorize", " num_warps 8", " no such step", " num_warps 8"]
+    rewards = reward(["p"] * 5, completions, ["t"] * 5, [["port"]] * 5)
+    alone = TreeReturn(env, policy=GreedyPlanner())
+    assert rewards == [alone.score(c, "t", ["port"]) for c in completions]
+    assert (reward.episodes, reward.played) == (4, 2)  # the illegal one is no episode
+    reward(["p"], [" num_warps 8"], ["t"], [["port"]])  # a later call (another model): played again
+    assert reward.played == 3
+
+
 def test_grpo_steps_on_the_tree_run_on_the_cpu_and_move_the_policy(env, tmp_path):
     states = tree_states(env, [RandomPlanner(seed=s, stop_prob=0.0) for s in range(4)])
     legal = legal_by_prompt(env, states)
@@ -89,6 +100,9 @@ def test_mtmc_train_env_tree_trains_on_the_train_split_and_reports_on_the_eval_s
     result = train_on_tree(cfg, out)  # what `mtmc train env=tree` calls with the run folder
     assert result["train_tasks"] == 1 and result["episodes"] > 0
     assert (out / "checkpoint" / "config.json").is_file() and (out / "train_curves.png").is_file()
+    summary = json.loads((out / "grpo_summary.json").read_text())
+    assert summary["episodes"] == result["episodes"] and summary["states_per_step"] == 1
+    assert summary["steps"] == 1 and summary["episodes_per_min"] > 0 and summary["job_s"] >= summary["grpo_s"]
     report = json.loads((out / "eval" / "tree_report.json").read_text())
     assert [r["task"] for r in report["tasks"]] == ["e"]  # the eval split only
     assert report["meta"]["runs"] == {"lm": 1, "random": 2, "heuristic": 1}

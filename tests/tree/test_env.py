@@ -99,3 +99,13 @@ def test_an_episode_ends_where_the_graph_with_the_replay_verifier_ends(tmp_path,
                                                                      live.stop_reason)
     assert [r.strategy for r in env.history] == [r["strategy"] for r in live.history]
     assert replay.unrecorded == {}
+
+
+def test_a_menu_handed_out_is_the_callers_own_copy(tmp_path):
+    # menus are read once per program: a planner that edits the list it was given must not change them
+    env = env_of(tmp_path)
+    env.reset("t")
+    env.step(PORT)
+    env.legal().clear()
+    env.plan_state().legal.append(S("num_warps 16"))
+    assert env.legal() == [S("num_warps 8"), S("vectorize"), S("autotune"), S("num_warps 2"), STOP]
