@@ -33,6 +33,7 @@ import torch
 
 from mtmc.tasks.task import Task
 from mtmc.verify import proof, timing_gpu
+from mtmc.verify.bitwise import same
 from mtmc.verify.case_io import (
     EAGER_TF32_OPS,
     OpNames,
@@ -109,7 +110,7 @@ def _unless_same(outputs: list[torch.Tensor], case_outputs: list[torch.Tensor]) 
     """The outputs on the host, or None when they equal (bitwise) the outputs of the case whose
     inputs they ran on: then the case's check covers them, and GBs need not travel twice."""
     if len(outputs) == len(case_outputs) and all(
-            _same(o, c) for o, c in zip(outputs, case_outputs, strict=True)):
+            same(o, c) for o, c in zip(outputs, case_outputs, strict=True)):
         return None
     return [o.detach().cpu() for o in outputs]
 
@@ -226,7 +227,7 @@ def _first_report(case: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
     report["host_exits"] = dict(run["host_exits"])
     report["census_broken"] = run["census_broken"]
     report["mutated_inputs"] = [i for i, (a, b) in enumerate(zip(case["inputs"], run["inputs"], strict=True))
-                                if isinstance(a, torch.Tensor) and not _same(a, b)]
+                                if isinstance(a, torch.Tensor) and not same(a, b)]
     report["deterministic"], report["second_outputs"] = True, None
     return report
 
@@ -242,7 +243,7 @@ def _add_repeat(report: dict[str, Any], first: Any, run: dict[str, Any]) -> None
 
 def _comparable(report: dict[str, Any], first: Any, run: dict[str, Any]) -> tuple[Any, Any]:
     """The first call's outputs and this call's (see _run_schedule): the first's on the device, or
-    for GB-sized outputs the host copy made for the main process, which `_same` then compares
+    for GB-sized outputs the host copy made for the main process, which `same` then compares
     with this call's outputs on the device, chunk by chunk (no host copy of the repeat; an H100
     verdict of gelu_tanh, 2 GB outputs, spent seconds per repeat copying and comparing on the host)."""
     if first is not None or report["type_errors"]:
@@ -275,7 +276,7 @@ def _state_changes(module: Any, cases: list[dict[str, Any]], device: str, forwar
         after = persistent_tensors(model, module)
     changed = sorted(set(before) ^ set(after))
     kept = set(before) & set(after)
-    changed += sorted(p for p in kept if not _same(before[p], after[p].to(before[p].device)))
+    changed += sorted(p for p in kept if not same(before[p], after[p].to(before[p].device)))
     return changed
 
 
@@ -303,7 +304,7 @@ def _compare_runs(first: Any, second: Any) -> tuple[bool, list[torch.Tensor] | N
     if len(a) != len(b) or not all(type(x) is torch.Tensor and type(y) is torch.Tensor
                                    for x, y in zip(a, b, strict=True)):
         return False, None
-    if all(x.shape == y.shape and x.dtype == y.dtype and _same(x, y) for x, y in zip(a, b, strict=True)):
+    if all(x.shape == y.shape and x.dtype == y.dtype and same(x, y) for x, y in zip(a, b, strict=True)):
         return True, None
     return False, [_host_copy(y) for y in b]
 
@@ -361,34 +362,8 @@ def _triton_share(call: Callable[[list[Any]], Any], inputs: list[Any], kernels: 
 
 
 # ------------------------------------------------------------------------------------------------
-# bitwise comparison, and the candidate's errors in words
+# the candidate's errors in words
 # ------------------------------------------------------------------------------------------------
-def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Bitwise-equal values, NaN equal to NaN (a NaN output must not read as nondeterminism).
-
-    A host tensor and a device tensor are compared on the device, one chunk of the host tensor
-    moved over at a time: no full second copy of a GB-sized output on either side. Large tensors
-    on one device are compared in chunks too (the comparison's temporaries stay small)."""
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    if a.device == b.device and a.nbytes <= COMPARE_CHUNK_BYTES:
-        return _same_here(a, b)
-    device = b.device if a.device.type == "cpu" else a.device
-    flat_a, flat_b = a.reshape(-1), b.reshape(-1)
-    step = max(1, COMPARE_CHUNK_BYTES // a.element_size())
-    return all(_same_here(flat_a[i:i + step].to(device), flat_b[i:i + step].to(device))
-               for i in range(0, flat_a.numel(), step))
-
-
-COMPARE_CHUNK_BYTES = 256 * 2**20
-
-
-def _same_here(a: torch.Tensor, b: torch.Tensor) -> bool:
-    if a.is_floating_point() or a.is_complex():
-        return bool(((a == b) | (a.isnan() & b.isnan())).all())
-    return torch.equal(a, b)
-
-
 def _error_kind(err: BaseException) -> str:
     """Compile errors are Triton's (the interpreter reports them when the kernel first runs)."""
     kinds = {c.__name__ for c in type(err).__mro__}

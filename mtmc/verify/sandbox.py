@@ -7,8 +7,7 @@ A candidate's child (forkserver.py) is, before any candidate code runs:
               double fork, daemon) dies with the init when the job ends; it sees no other process
     readonly  a mount namespace in which every mount is read-only, the pool's folder (other jobs,
               the reference data, the worker logs) is hidden under an empty tmpfs, and only its
-              scratch folder (read-write) and its inputs file (read-only) are mounted back (in
-              shared mode also the pool's Triton cache, read-write: worker_pool.py)
+              scratch folder, its inputs file and (shared mode) the pool's Triton cache mounted back
     nobody    uid/gid 65534, no supplementary groups, no capabilities (bounding set dropped too),
               PR_SET_NO_NEW_PRIVS
 
@@ -191,8 +190,7 @@ def hide_world(levels: list[str], scratch: Path, readable: list[str], writable: 
     open for writing, and a fresh namespace's mounts have no writers yet (files opened before, by
     CUDA or Triton, hold the older mounts); and because these mounts must not pull the Python
     install from under the waiters, which may still be starting up. Nothing may be opened for
-    writing between the two. `writable`: folders of the pool beside scratch that the job may write
-    (shared mode's compile cache, `compile_cache_folder`)."""
+    writing between the two. `writable`: pool folders beside scratch the job writes too."""
     if "readonly" in levels:
         check_call(libc.unshare(CLONE_NEWNS), "unshare(mount)")
         _read_only_world(scratch.resolve(), [Path(p).resolve() for p in readable],
@@ -204,12 +202,10 @@ def drop_privileges(levels: list[str], scratch: Path, compile_cache: str | None 
     nobody (level "nobody"). Raises SandboxError when a promised level cannot be set up."""
     scratch = scratch.resolve()
     _private_home(scratch)
-    owned = [scratch, scratch / "home", scratch / "tmp"]
-    if compile_cache:
+    if compile_cache:  # shared mode's, handed to nobody too (worker_pool.compile_cache_folder)
         os.environ["TRITON_CACHE_DIR"] = compile_cache
-        owned.append(Path(compile_cache))
     if "nobody" in levels:
-        for path in owned:
+        for path in (scratch, scratch / "home", scratch / "tmp", Path(compile_cache or scratch)):
             os.chown(path, NOBODY, NOBODY)
         _become_nobody()
 
@@ -219,9 +215,8 @@ def _read_only_world(scratch: Path, readable: list[Path], writable: list[Path] =
     mounted back at the same paths: the pool's folder (other jobs, reference data, worker logs)
     keeps the job's scratch and `writable` folders (writable) and inputs file; a folder nobody may
     not enter on the way to the Python install (such as /root) keeps that install."""
-    outside = [p for p in writable if p.parent != scratch.parent]
-    if outside:  # elsewhere it would stay under the read-only world: refuse rather than half-work
-        raise SandboxError(errno.EINVAL, f"writable folders must sit beside the scratch folder: {outside}")
+    if any(p.parent != scratch.parent for p in writable):  # elsewhere it would stay read-only
+        raise SandboxError(errno.EINVAL, f"writable folders must sit beside the scratch folder: {writable}")
     hides: dict[Path, list[tuple[Path, bool]]] = {scratch.parent: [(scratch, True)]}
     hides[scratch.parent] += [(p, True) for p in writable]
     hides[scratch.parent] += [(p, False) for p in readable if p.is_relative_to(scratch.parent)]

@@ -163,39 +163,6 @@ def test_baselines_are_timed_with_pytorchs_default_backend_flags():
         torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
 
 
-# bitwise comparison of GB-sized outputs: in chunks (on a GPU, a host copy against device outputs)
-
-
-@pytest.mark.parametrize("chunk_bytes", [1 << 30, 12, 4])  # whole, several chunks, one element each
-def test_same_compares_every_chunk_with_nans_equal(monkeypatch, chunk_bytes):
-    from mtmc.verify import child
-
-    monkeypatch.setattr(child, "COMPARE_CHUNK_BYTES", chunk_bytes)
-    a = torch.randn(5, 7)
-    a[1, 3] = a[4, 6] = float("nan")
-    b = a.t().contiguous().t()  # equal values, another layout
-    assert child._same(a, b)
-    for where in [(0, 0), (2, 5), (4, 6)]:  # the first, a middle and the last chunk
-        c = a.clone()
-        c[where] = 1.5
-        assert not child._same(a, c), where
-    assert not child._same(a, a[:4])
-    ints = torch.arange(35).reshape(5, 7)
-    assert child._same(ints, ints.clone()) and not child._same(ints, ints.flip(1))
-
-
-@pytest.mark.gpu
-def test_same_compares_a_host_copy_with_device_outputs_on_the_device(monkeypatch):
-    from mtmc.verify import child
-
-    monkeypatch.setattr(child, "COMPARE_CHUNK_BYTES", 1 << 20)
-    out = torch.randn(3 << 20, device="cuda")
-    host = child._host_copy(out)
-    assert child._same(host, out) and child._same(out, host)
-    out[-1] += 1
-    assert not child._same(host, out)
-
-
 # ---------------------------------------------------------------------------------------------------
 # the float64 floor (correctness.reference_error): the reference job measures the fp32 reference's own
 # error against the same forward in float64, per case and output
