@@ -20,8 +20,8 @@ from statistics import fmean
 
 SUMMARY_JSON = "grpo_summary.json"  # as mtmc/train/tree_summary.py writes it
 NO_SIGNAL = 0.999  # frac_reward_zero_std from which no group of a run had a learning signal
-COLUMNS = ("run", "seed", "steps", "states/step", "episodes", "played", "GRPO s", "job s", "episodes/min",
-           "return first 10%", "return last 10%", "rise", "frac_reward_zero_std")
+COLUMNS = ("run", "seed", "arm", "steps", "states/step", "episodes", "played", "GRPO s", "job s",
+           "episodes/min", "return first 10%", "return last 10%", "rise", "frac_reward_zero_std")
 
 
 def load(folder: str | Path) -> dict:
@@ -44,11 +44,18 @@ def _range(values: list[float]) -> float:
     return max(values) - min(values)
 
 
+def arm(run: dict) -> str:
+    """The run's ablation arm, stage/credit/scoring (docs/design.md); `-` for a summary that predates them.
+    Under credit=step the logged reward is a step's own reward, not a return: compare arms by their eval."""
+    keys = ("stage", "credit", "scoring")
+    return "/".join(str(run[k]) for k in keys) if all(k in run for k in keys) else "-"
+
+
 def row(run: dict) -> str:
     zero = run.get("frac_reward_zero_std")
-    cells = [run["run"], run.get("seed", "-"), run["steps"], run["states_per_step"], run["episodes"],
-             run["played"], f"{run['grpo_s']:.1f}", f"{run['job_s']:.1f}", f"{run['episodes_per_min']:.0f}",
-             f"{run['return_first']:+.4f}", f"{run['return_last']:+.4f}",
+    cells = [run["run"], run.get("seed", "-"), arm(run), run["steps"], run["states_per_step"],
+             run["episodes"], run["played"], f"{run['grpo_s']:.1f}", f"{run['job_s']:.1f}",
+             f"{run['episodes_per_min']:.0f}", f"{run['return_first']:+.4f}", f"{run['return_last']:+.4f}",
              f"{run['return_last'] - run['return_first']:+.4f}", "-" if zero is None else f"{zero:.2f}"]
     return "| " + " | ".join(str(c) for c in cells) + " |"
 

@@ -124,7 +124,8 @@ def grpo_stage(cfg: DictConfig, model: Any, tokenizer: Any, states: list[dict], 
     with instantiate(cfg.verifier) as verifier:
         tasks = {run.task.name: run.task for run in runs}
         reward = StepReward(coder, verifier, tasks, instantiate(cfg.reward))
-        history = train_grpo(model, tokenizer, states, reward, args, rollout=cfg.grpo_rollout)
+        history = train_grpo(model, tokenizer, states, reward, args, rollout=cfg.grpo_rollout,
+                             scoring=cfg.planner.get("scoring", "sum"))  # ranked as the eval planner ranks
     log.info("GRPO: %d verifier calls", reward.verifier_calls)
     return history
 

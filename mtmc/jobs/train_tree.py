@@ -1,7 +1,10 @@
 """`mtmc train stage=grpo env=tree tree=<file>`: multi-step GRPO offline on a recorded tree.
 
-    tree -> train-split tasks -> TreeEnv -> states (random-planner episodes) -> GRPO, each sampled step
-      rewarded with its return-to-go (mtmc/train/tree_grpo.py) -> <out>/checkpoint -> train curves
+    tree -> train-split tasks -> TreeEnv -> states (random-planner episodes)
+      -> [stage=both: SFT on the heuristic planner's episodes (prompt = each state, completion = its step)]
+      -> GRPO, each sampled step rewarded with its return-to-go (tree_env.credit=step: its own reward),
+         the rollout and the greedy continuation ranking steps by planner.scoring, as the eval planner
+         does (mtmc/train/tree_grpo.py) -> <out>/checkpoint -> train curves
       -> grpo_summary.json: episodes/min, wall times, the mean return's first and last 10% of steps
          (mtmc/train/tree_summary.py)
       -> eval: the tree report (mtmc/tree/report.py) of the trained planner and the baselines on the
@@ -28,45 +31,64 @@ from mtmc.tree.report import headroom, report_markdown
 
 log = logging.getLogger(__name__)
 CHECKPOINT = "checkpoint"
+TREE_STAGES = ("grpo", "both")  # both: an SFT warm start on the heuristic planner's episodes, then GRPO
 
 
 def train_on_tree(cfg: DictConfig, out_dir: Path) -> dict[str, Any]:
     from trl import GRPOConfig
 
-    from mtmc.jobs.train import build_model
-    from mtmc.train.tree_grpo import TreeReturn, legal_by_prompt, train_tree_grpo, tree_states
+    from mtmc.jobs.train import build_model, sft_stage
+    from mtmc.train.tree_grpo import (
+        CREDITS,
+        TreeReturn,
+        heuristic_examples,
+        legal_by_prompt,
+        train_tree_grpo,
+        tree_states,
+    )
+    from planners.heuristic import HeuristicPlanner
     from planners.random import RandomPlanner
 
     started = time.perf_counter()
-    if cfg.stage != "grpo":
-        raise SystemExit(f"mtmc train: env=tree trains stage=grpo only, not {cfg.stage} (SFT learns from "
-                         "recorded runs: env=runs data=...)")
+    if cfg.stage not in TREE_STAGES:
+        raise SystemExit(f"mtmc train: env=tree trains stage=grpo or both (SFT on the heuristic's episodes, "
+                         f"then GRPO), not {cfg.stage} (SFT alone learns from recorded runs: env=runs)")
+    credit = OmegaConf.select(cfg, "tree_env.credit", default="return_to_go")
+    if credit not in CREDITS:
+        raise SystemExit(f"mtmc train: tree_env.credit={credit}: use one of {', '.join(CREDITS)}")
     tree, train, evaluate_on = split_tree(cfg)
     knobs = cfg.tree_env
     env = TreeEnv(tree, train, max_steps=knobs.max_steps, max_retries=knobs.max_retries,
                   call_cost=knobs.call_cost)
     states = tree_states(env, [RandomPlanner(seed=s) for s in range(knobs.behaviour_episodes)])
     legal = legal_by_prompt(env, states)
-    log.info("%d train tasks of %s: %d GRPO states", len(train), cfg.tree, len(states))
+    examples = heuristic_examples(env, HeuristicPlanner()) if cfg.stage == "both" else []
+    log.info("%d train tasks of %s: %d SFT examples, %d GRPO states", len(train), cfg.tree, len(examples),
+             len(states))
     words = [s["prompt"] for s in states] + [text for texts in legal.values() for text in texts]
+    words += [e["prompt"] + e["completion"] for e in examples]
     model, tokenizer = build_model(cfg, words)
+    logs = {"sft": sft_stage(cfg, model, tokenizer, examples, out_dir)} if examples else {}
     args = GRPOConfig(output_dir=str(out_dir / "grpo"), **OmegaConf.to_container(cfg.grpo, resolve=True))
-    reward = TreeReturn(env, model, tokenizer, rejected=instantiate(cfg.reward).rejected)
+    scoring = cfg.planner.scoring  # the eval planner's: training ranks the steps the way it will
+    reward = TreeReturn(env, model, tokenizer, rejected=instantiate(cfg.reward).rejected,
+                        credit=credit, scoring=scoring)
     grpo_started = time.perf_counter()
-    history = train_tree_grpo(model, tokenizer, states, reward, args)
+    history = train_tree_grpo(model, tokenizer, states, reward, args, scoring=scoring)
     grpo_s = time.perf_counter() - grpo_started
     checkpoint = out_dir / CHECKPOINT
     model.save_pretrained(checkpoint)
     tokenizer.save_pretrained(checkpoint)
     log.info("planner checkpoint: planner=lm planner.checkpoint=%s", checkpoint)
-    write_curves(out_dir, {"grpo": history})
+    write_curves(out_dir, logs | {"grpo": history})
     report = None
     if cfg.eval.enabled and evaluate_on:
         report = evaluate(cfg, tree, evaluate_on, checkpoint, out_dir)
     summary = write_summary(cfg, out_dir, history, reward, args, grpo_s=grpo_s,
                             job_s=time.perf_counter() - started)
-    return {"checkpoint": str(checkpoint), "train_tasks": len(train), "grpo_states": len(states),
-            "episodes": reward.episodes, "played": reward.played, "summary": summary, "eval": report}
+    return {"checkpoint": str(checkpoint), "train_tasks": len(train), "sft_examples": len(examples),
+            "grpo_states": len(states), "episodes": reward.episodes, "played": reward.played,
+            "summary": summary, "eval": report}
 
 
 def write_summary(cfg: DictConfig, out_dir: Path, history: list[dict], reward: Any, args: Any, *,
@@ -81,7 +103,8 @@ def write_summary(cfg: DictConfig, out_dir: Path, history: list[dict], reward: A
                            states_per_step=per_step // args.num_generations)
     summary |= {"job_s": round(job_s, 2), "tree": str(cfg.tree), "seed": cfg.seed, "model": str(cfg.model),
                 "num_generations": args.num_generations, "learning_rate": args.learning_rate,
-                "episode_max_steps": cfg.tree_env.max_steps, "call_cost": cfg.tree_env.call_cost}
+                "episode_max_steps": cfg.tree_env.max_steps, "call_cost": cfg.tree_env.call_cost,
+                "stage": str(cfg.stage), "credit": reward.credit, "scoring": str(cfg.planner.scoring)}
     write_atomic(out_dir / SUMMARY_JSON, json.dumps(summary, indent=2) + "\n")
     log.info(summary_line(summary))
     return summary

@@ -41,7 +41,7 @@ import torch
 from datasets import Dataset
 from trl import GRPOConfig, GRPOTrainer
 
-from mtmc.lm_policy import completion_text, sample_index, score_completions
+from mtmc.lm_policy import SCORINGS, completion_text, sample_index, score_completions
 from mtmc.program import Program
 from mtmc.protocols import Coder, CoderError, Verifier
 from mtmc.reward import RewardConfig, step_reward
@@ -216,11 +216,16 @@ class LegalRollout:
     at temperature 1 (TRL divides the logits by GRPOConfig.temperature for its loss; it reads these
     only for vLLM's importance sampling and the off-policy mask, both off here). The reward function
     then gets TRL's decoding of the ids, as in free generation.
+
+    `scoring` is how a step's token log-probabilities become its score, as LMPlanner's option of that
+    name: "sum" (the step's log-likelihood) or "mean" (per token; mtmc/lm_policy.py SCORINGS).
     """
 
-    def __init__(self, legal: Mapping[str, Sequence[str]], seed: int = 0) -> None:
+    def __init__(self, legal: Mapping[str, Sequence[str]], seed: int = 0, scoring: str = "sum") -> None:
+        if scoring not in SCORINGS:
+            raise ValueError(f"scoring must be one of {SCORINGS}, got {scoring!r}")
         self.legal = {prompt: list(steps) for prompt, steps in legal.items()}
-        self.seed = seed
+        self.seed, self.scoring = seed, scoring
 
     def __call__(self, prompts: list[str], trainer: Any) -> dict[str, list]:
         rng = random.Random(f"{self.seed}:{trainer.state.global_step}")
@@ -231,7 +236,7 @@ class LegalRollout:
                       for p in dict.fromkeys(prompts)}
         for prompt in prompts:
             options = scored[prompt]
-            pick = options[sample_index(rng, [o.score for o in options], temperature)]
+            pick = options[sample_index(rng, [o.scored(self.scoring) for o in options], temperature)]
             prompt_ids.append(pick.prompt_ids)
             completion_ids.append(pick.completion_ids)
             logprobs.append(pick.logprobs.tolist())
@@ -248,9 +253,10 @@ class LegalRollout:
 
 
 def train_grpo(model: Any, tokenizer: Any, states: Sequence[dict[str, Any]], reward: StepReward,
-               args: GRPOConfig, rollout: str = "legal") -> list[dict]:
+               args: GRPOConfig, rollout: str = "legal", scoring: str = "sum") -> list[dict]:
     """GRPO on `states` (plan_states rows); `rollout` is "legal" (sample among the legal steps, as the
-    planner acts) or "free" (TRL's own generation). Returns the trainer's log history."""
+    planner acts, ranked by `scoring`: sum or mean) or "free" (TRL's own generation). Returns the
+    trainer's log history."""
     if not states:
         raise ValueError("train_grpo: no plan states")
     if rollout not in ROLLOUTS:
@@ -261,7 +267,7 @@ def train_grpo(model: Any, tokenizer: Any, states: Sequence[dict[str, Any]], rew
     rollout_func = None
     if rollout == "legal":  # with the reward's program cache: each state is replayed once
         legal = legal_steps(states, reward.coder, reward.tasks, reward.programs)
-        rollout_func = LegalRollout(legal, seed=args.seed)
+        rollout_func = LegalRollout(legal, seed=args.seed, scoring=scoring)
     dataset = Dataset.from_list(list(states))
     trainer = GRPOTrainer(model=model, reward_funcs=reward, args=args, train_dataset=dataset,
                           processing_class=tokenizer, rollout_func=rollout_func)

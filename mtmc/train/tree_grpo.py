@@ -19,6 +19,19 @@ steps, which single-step GRPO (mtmc/train/grpo.py) cannot see; `stop` earns 0 (n
 nothing is spent), and text that is not a legal step earns `rejected`.
 
 The policy samples through GRPO's `LegalRollout` (among the legal steps, at GRPOConfig.temperature).
+
+Ablation switches (issue 26 Show 8), each off by default (today's behaviour):
+
+- `credit="step"` (TreeReturn): single-step credit on the tree. A sampled step earns the
+  environment's reward of that step alone, log(time before / time after) minus `call_cost` per call
+  (`stop` 0, illegal text `rejected`), and no continuation is played: what a step sets up for later
+  steps earns it nothing, as in single-step GRPO. Default `return_to_go` (above).
+- `scoring="mean"` (TreeReturn's greedy continuation and train_tree_grpo's rollout): the legal steps
+  are ranked and sampled by their mean log-probability per token instead of the sum, as LMPlanner
+  does with `scoring="mean"` (mtmc/lm_policy.py SCORINGS); the job passes the eval planner's
+  `planner.scoring`, so training acts the way the trained planner will be judged.
+- an SFT warm start: `heuristic_examples` are the (prompt, step) pairs of the heuristic planner's
+  episodes, for mtmc/train/sft.py before GRPO (`mtmc train stage=both env=tree`).
 """
 
 from __future__ import annotations
@@ -30,11 +43,14 @@ import torch
 from datasets import Dataset
 from trl import GRPOConfig, GRPOTrainer
 
-from mtmc.lm_policy import completion_text, score_completions, state_prompt
+from mtmc.lm_policy import SCORINGS, completion_text, score_completions, state_prompt
 from mtmc.protocols import Planner, PlanState
 from mtmc.strategies import Strategy, StrategyError
 from mtmc.train.grpo import LegalRollout, shared_steps
 from mtmc.tree.env import TreeEnv
+
+# what a sampled step is credited with: the return from it on (the continuation played), or its own reward
+CREDITS = ("return_to_go", "step")
 
 
 def restore(env: TreeEnv, task: str, steps: Sequence[str]) -> PlanState:
@@ -61,35 +77,58 @@ def tree_states(env: TreeEnv, planners: Sequence[Planner], tasks: Sequence[str] 
     return list(states.values())
 
 
-class GreedyPolicy:
-    """The model as a planner: the legal step it scores highest (LMPlanner at temperature 0)."""
+def heuristic_examples(env: TreeEnv, planner: Planner, tasks: Sequence[str] | None = None) -> list[dict]:
+    """SFT examples from one episode of `planner` (the heuristic) on each task: every state's prompt
+    and, as its completion, the step the planner chose there (`stop` included), spelled as the
+    planner's model is trained and scored (`completion_text`)."""
+    examples = []
+    for task in tasks or sorted(env.tasks):
+        env.reset(task)
+        while not env.done:
+            state = env.plan_state()
+            strategy = planner.propose(state)
+            examples.append({"prompt": state_prompt(state), "completion": completion_text(strategy)})
+            env.step(strategy)
+    return examples
 
-    def __init__(self, model: Any, tokenizer: Any) -> None:
-        self.model, self.tokenizer = model, tokenizer
+
+class GreedyPolicy:
+    """The model as a planner: the legal step it scores highest (LMPlanner at temperature 0, with the
+    same `scoring`: sum or mean of the step's token log-probabilities)."""
+
+    def __init__(self, model: Any, tokenizer: Any, scoring: str = "sum") -> None:
+        if scoring not in SCORINGS:
+            raise ValueError(f"scoring must be one of {SCORINGS}, got {scoring!r}")
+        self.model, self.tokenizer, self.scoring = model, tokenizer, scoring
 
     @torch.no_grad()
     def propose(self, state: PlanState) -> Strategy:
         options = score_completions(self.model, self.tokenizer, state_prompt(state),
                                     [completion_text(s) for s in state.legal])
-        return state.legal[max(range(len(options)), key=lambda i: options[i].score)]
+        scores = [option.scored(self.scoring) for option in options]
+        return state.legal[max(range(len(scores)), key=lambda i: scores[i])]
 
 
 class TreeReturn:
     """TRL reward function `(prompts, completions, task, steps) -> rewards`: each completion's
-    return-to-go in `env`, the episode finished by `policy` (default: the model, greedily).
+    return-to-go in `env`, the episode finished by `policy` (default: the model, greedily, ranking by
+    `scoring`); with `credit="step"`, the step's own reward, no episode finished (no model needed).
 
     Within one call the model does not change (TRL calls the reward between optimiser steps) and the
     continuation's choices depend on the state alone (greedy; a seeded planner here draws per (seed,
     step)), so a step sampled several times from the same state (common in a group of
     `num_generations`) is played once and its return shared: `episodes` counts every rewarded episode,
-    as GRPO learns from them, `played` the continuations actually simulated."""
+    as GRPO learns from them, `played` the continuations actually simulated (under `credit="step"`,
+    the steps taken)."""
 
     def __init__(self, env: TreeEnv, model: Any = None, tokenizer: Any = None, *, rejected: float = -2.0,
-                 policy: Planner | None = None) -> None:
-        if policy is None and model is None:
+                 policy: Planner | None = None, credit: str = "return_to_go", scoring: str = "sum") -> None:
+        if credit not in CREDITS:
+            raise ValueError(f"credit must be one of {CREDITS}, got {credit!r}")
+        if policy is None and model is None and credit == "return_to_go":
             raise ValueError("TreeReturn needs the model being trained (or a fixed continuation policy)")
-        self.env, self.rejected = env, rejected
-        self.policy = policy or GreedyPolicy(model, tokenizer)
+        self.env, self.rejected, self.credit = env, rejected, credit
+        self.policy = policy or (GreedyPolicy(model, tokenizer, scoring) if model is not None else None)
         self.episodes = 0  # legal completions rewarded (each one an episode GRPO learns from)
         self.played = 0  # of those, the continuations simulated (the others were a repeat in the call)
 
@@ -112,7 +151,8 @@ class TreeReturn:
 
     def play(self, completion: str, task: str, steps: Sequence[str]) -> float | None:
         """The return-to-go of the completion's step in the state `steps` lead to, the episode finished
-        by the policy; None when the completion is not a legal step there."""
+        by the policy (`credit="step"`: the step's own reward); None when the completion is not a legal
+        step there."""
         state = restore(self.env, task, steps)
         try:
             strategy = Strategy.parse(completion)
@@ -121,7 +161,10 @@ class TreeReturn:
         if strategy not in state.legal:
             return None
         before = self.env.return_
-        self.env.step(strategy)
+        result = self.env.step(strategy)
+        if self.credit == "step":
+            self.played += 1
+            return result.reward
         while not self.env.done:
             self.env.step(self.policy.propose(self.env.plan_state()))
         self.played += 1
@@ -138,14 +181,15 @@ def legal_by_prompt(env: TreeEnv, states: Sequence[dict]) -> dict[str, list[str]
 
 
 def train_tree_grpo(model: Any, tokenizer: Any, states: Sequence[dict], reward: TreeReturn,
-                    args: GRPOConfig) -> list[dict]:
-    """GRPO on `states` with the legal rollout and the return-to-go reward; the trainer's log history."""
+                    args: GRPOConfig, scoring: str = "sum") -> list[dict]:
+    """GRPO on `states` with the legal rollout (sampling by `scoring`, sum or mean) and the tree reward;
+    the trainer's log history."""
     if not states:
         raise ValueError("train_tree_grpo: no states")
     if args.remove_unused_columns:
         raise ValueError("train_tree_grpo: remove_unused_columns must be false (the reward reads the "
                          "task and steps columns)")
-    rollout = LegalRollout(legal_by_prompt(reward.env, states), seed=args.seed)
+    rollout = LegalRollout(legal_by_prompt(reward.env, states), seed=args.seed, scoring=scoring)
     trainer = GRPOTrainer(model=model, reward_funcs=reward, args=args,
                           train_dataset=Dataset.from_list(list(states)), processing_class=tokenizer,
                           rollout_func=rollout)

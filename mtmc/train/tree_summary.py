@@ -10,6 +10,8 @@ step's return-to-go (mtmc/train/tree_grpo.py). `return_first` / `return_last` ar
 first and the last 10% of the logged steps (at least one step each), so a run's rise can be set
 against the spread over seeds (benchmarks/tree_rl.py). `frac_reward_zero_std` is TRL's own: the share
 of completions whose group's returns were all equal (no learning signal), averaged over the steps.
+Under `tree_env.credit=step` the logged reward is each sampled step's own reward, not a return-to-go:
+its means are per step, so runs of different credit are compared by their eval (the tree report).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ def test_a_rise_larger_than_the_seeds_spread_clears_it(tmp_path):
     assert verdict["rise"] == pytest.approx(0.3) and verdict["spread"] == pytest.approx(0.1)
     assert verdict["clears"]
     text = markdown(runs)
-    row = "| s1 | 1 | 100 | 8 | 6400 | 2000 | 300.0 | 320.0 | 1280 | -0.1000 | +0.2000 | +0.3000 | 0.25 |"
+    row = "| s1 | 1 | - | 100 | 8 | 6400 | 2000 | 300.0 | 320.0 | 1280 | -0.1000 | +0.2000 | +0.3000 | 0.25 |"
     assert row in text
     assert "the rise clears the spread: yes" in text and "nothing was learnt" not in text
 
@@ -39,6 +39,14 @@ def test_a_rise_within_the_spread_does_not(tmp_path):
     verdict = rise_and_spread(runs)
     assert verdict["rise"] == pytest.approx(0.2166, abs=1e-3) and not verdict["clears"]
     assert "the rise clears the spread: no" in markdown(runs)
+
+
+def test_a_run_names_its_ablation_arm(tmp_path):
+    folder = run_folder(tmp_path, "abl", 0.0, 0.1)
+    summary = json.loads((folder / "grpo_summary.json").read_text())
+    summary |= {"stage": "both", "credit": "step", "scoring": "mean"}
+    (folder / "grpo_summary.json").write_text(json.dumps(summary))
+    assert "| abl | 0 | both/step/mean | 100 |" in markdown([load(folder)])
 
 
 def test_one_run_has_no_spread_and_a_folder_without_a_summary_is_named(tmp_path):
