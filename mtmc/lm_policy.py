@@ -34,6 +34,13 @@ COMPUTE_BOUND_INTENSITY = 20.0
 SCORINGS = ("sum", "mean")
 
 
+def checked_scoring(scoring: str) -> str:
+    """`scoring` if it names one of SCORINGS, else ValueError (planner, rollout, continuation alike)."""
+    if scoring not in SCORINGS:
+        raise ValueError(f"scoring must be one of {SCORINGS}, got {scoring!r}")
+    return scoring
+
+
 class CheckpointError(ValueError):
     """The planner's checkpoint cannot be loaded; the message names it and says why."""
 
@@ -154,9 +161,7 @@ class ScoredCompletion:
         return self.logprobs.mean().item()
 
     def scored(self, scoring: str) -> float:
-        if scoring not in SCORINGS:
-            raise ValueError(f"scoring must be one of {SCORINGS}, got {scoring!r}")
-        return self.score if scoring == "sum" else self.mean_score
+        return self.score if checked_scoring(scoring) == "sum" else self.mean_score
 
 
 def score_completions(model: Any, tokenizer: Any, prompt: str,

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 import torch
 
 from mtmc.lm_policy import (
-    SCORINGS,
+    checked_scoring,
     completion_text,
     load_policy,
     sample_index,
@@ -40,9 +40,7 @@ class LMPlanner:
                  seed: int = 0, scoring: str = "sum") -> None:
         if temperature < 0:
             raise ValueError(f"temperature must be >= 0 (0 = greedy), got {temperature}")
-        if scoring not in SCORINGS:
-            raise ValueError(f"scoring must be one of {SCORINGS}, got {scoring!r}")
-        self.scoring = scoring
+        self.scoring = checked_scoring(scoring)
         self.checkpoint = str(checkpoint)
         self.temperature = temperature
         self.seed = seed

@@ -41,7 +41,7 @@ import torch
 from datasets import Dataset
 from trl import GRPOConfig, GRPOTrainer
 
-from mtmc.lm_policy import SCORINGS, completion_text, sample_index, score_completions
+from mtmc.lm_policy import checked_scoring, completion_text, sample_index, score_completions
 from mtmc.program import Program
 from mtmc.protocols import Coder, CoderError, Verifier
 from mtmc.reward import RewardConfig, step_reward
@@ -222,10 +222,8 @@ class LegalRollout:
     """
 
     def __init__(self, legal: Mapping[str, Sequence[str]], seed: int = 0, scoring: str = "sum") -> None:
-        if scoring not in SCORINGS:
-            raise ValueError(f"scoring must be one of {SCORINGS}, got {scoring!r}")
         self.legal = {prompt: list(steps) for prompt, steps in legal.items()}
-        self.seed, self.scoring = seed, scoring
+        self.seed, self.scoring = seed, checked_scoring(scoring)
 
     def __call__(self, prompts: list[str], trainer: Any) -> dict[str, list]:
         rng = random.Random(f"{self.seed}:{trainer.state.global_step}")

@@ -43,7 +43,7 @@ import torch
 from datasets import Dataset
 from trl import GRPOConfig, GRPOTrainer
 
-from mtmc.lm_policy import SCORINGS, completion_text, score_completions, state_prompt
+from mtmc.lm_policy import checked_scoring, completion_text, score_completions, state_prompt
 from mtmc.protocols import Planner, PlanState
 from mtmc.strategies import Strategy, StrategyError
 from mtmc.train.grpo import LegalRollout, shared_steps
@@ -97,9 +97,7 @@ class GreedyPolicy:
     same `scoring`: sum or mean of the step's token log-probabilities)."""
 
     def __init__(self, model: Any, tokenizer: Any, scoring: str = "sum") -> None:
-        if scoring not in SCORINGS:
-            raise ValueError(f"scoring must be one of {SCORINGS}, got {scoring!r}")
-        self.model, self.tokenizer, self.scoring = model, tokenizer, scoring
+        self.model, self.tokenizer, self.scoring = model, tokenizer, checked_scoring(scoring)
 
     @torch.no_grad()
     def propose(self, state: PlanState) -> Strategy:
