@@ -149,8 +149,9 @@ def _child_main(job: dict[str, Any], levels: list[str]) -> None:
     result_path = scratch / "result.pt"
     try:
         isolate = bool(job.get("isolate"))  # untrusted code runs in this job: confine it first
+        cache = job.get("compile_cache")  # shared mode's, writable beside scratch (worker_pool.py)
         if isolate:  # mounts first: nothing may be open for writing yet (sandbox.hide_world)
-            sandbox.hide_world(levels, scratch, job.get("readable", []), job.get("writable", []))
+            sandbox.hide_world(levels, scratch, job.get("readable", []), [cache] if cache else [])
         log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         os.dup2(log_fd, 1)
         os.dup2(log_fd, 2)
@@ -164,7 +165,7 @@ def _child_main(job: dict[str, Any], levels: list[str]) -> None:
         if job.get("cpu_threads"):
             torch.set_num_threads(int(job["cpu_threads"]))
         if isolate:
-            sandbox.drop_privileges(levels, scratch, job.get("compile_cache"))
+            sandbox.drop_privileges(levels, scratch, cache)
             _limit_processes(job)
         result = JOBS[job["job"]](**job["args"])
         tmp = result_path.with_suffix(".tmp")

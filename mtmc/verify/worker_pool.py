@@ -71,7 +71,7 @@ class WorkerPool:
                                   "nproc_headroom": self.nproc_headroom,
                                   "isolate": isolate,  # a candidate reads only:
                                   "readable": [args[k] for k in READABLE_ARGS if args.get(k)],
-                                  "writable": [cache] if cache else [], "compile_cache": cache},
+                                  "compile_cache": cache},
                                  timeout_s)
             result = None
             if outcome.status == "done":
