@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -338,7 +338,9 @@ def _gpu_measurements(result: dict[str, Any], module: Any, data: dict[str, Any],
         # Sets left on the host (case_io.timing_sets) come over one at a time for the untimed calls,
         # each copy made before its call (outside the profile) and gone after it.
         if profile_share:
-            result["share"] = _triton_share(call, to_device(sets[0], "cuda"), set(counter.kernels))
+            first = partial(call, to_device(sets[0], "cuda"))  # its copy goes with it, after the profile
+            result["share"] = proof.triton_share(first, set(counter.kernels))
+            del first
             clock.lap("profile")
         if time_it:
             # untimed outputs, judged by the main process
@@ -355,10 +357,6 @@ def _gpu_measurements(result: dict[str, Any], module: Any, data: dict[str, Any],
             result["timing"]["side_streams"] = sorted(side)
             result["timing"]["side_streams_late"] = bool(side) and not side_before
             clock.lap("timing")
-
-
-def _triton_share(call: Callable[[list[Any]], Any], inputs: list[Any], kernels: set[str]) -> dict[str, Any]:
-    return proof.triton_share(lambda: call(inputs), kernels)
 
 
 # ------------------------------------------------------------------------------------------------
