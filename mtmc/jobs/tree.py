@@ -54,10 +54,12 @@ def record(cfg: DictConfig) -> RecordSummary:
     tasks, broken = suite_tasks(cfg)
     log.info("Instantiating coder <%s>", cfg.coder._target_)
     coder = instantiate(cfg.coder)
+    trusted_only(cfg.judge, coder)
     log.info("Instantiating verifier <%s>", cfg.verifier._target_)
     with instantiate(cfg.verifier) as verifier:
         summary = record_tree(tasks, coder, verifier, cfg.tree, depth=cfg.depth,
-                              time_limit_s=cfg.time_limit_s, batch=cfg.batch)
+                              time_limit_s=cfg.time_limit_s, batch=cfg.batch, judge=cfg.judge,
+                              chunk=cfg.chunk)
     state = "complete" if summary.complete else f"cut after {summary.levels} whole level(s): run again"
     left_out = broken + list(summary.broken)
     print(f"mtmc tree record: {cfg.tree}: {len(tasks)} tasks to depth {cfg.depth}, {state}; "
@@ -67,6 +69,18 @@ def record(cfg: DictConfig) -> RecordSummary:
              "to judge them" if summary.retry else "")
           + (f"; left out (broken): {', '.join(left_out)}" if left_out else ""))
     return summary
+
+
+def trusted_only(judge: str, coder: Any) -> None:
+    """Trusted batches run programs without the sandbox or the anti-cheat instruments
+    (mtmc/verify/trusted_batch.py): only for the embedded template coder, whose code is this
+    project's. Any other coder (an LLM's programs) is judged one program at a time, in full."""
+    from coders.template import TemplateCoder
+
+    if judge == "batch" and type(coder) is not TemplateCoder:
+        raise SystemExit(f"mtmc tree record: judge=batch judges programs without the sandbox, so it is for "
+                         f"the template coder only, not {type(coder).__module__}.{type(coder).__name__}; "
+                         "use judge=each")
 
 
 def recorded_tasks(cfg: DictConfig, required: bool = False) -> tuple[Any, list, list, list[str]]:

@@ -9,18 +9,20 @@ judged the first time the enumeration reaches it (de-duplicated by digest); only
 the ports (the coder is deterministic and cheap: ~6 ms a step) and judges and writes only what the
 file lacks, so recording resumes across commands.
 
-Each level is enumerated for every task first (every step applied), then the new programs of all
-the tasks together are judged in batches of `batch` (default: the verifier's `concurrency`) that mix
+Each level is enumerated for every task first (every step applied), then the new programs of all the
+tasks together are judged in batches of `batch` (default: the verifier's `concurrency`) that mix
 tasks, so a level of few programs per task (level 0: one port each) still keeps every worker busy;
 then each task's edge and expanded rows are written. A batch goes through `verify_many` where the
 verifier has it (mtmc/verify/many.py: one program per worker at once, a GPU's fork-server for the
 local verifier, a fork-server for the interpreter's `workers`, an actor for verifier=ray), else one
-`verify` at a time, so any backend records. Node rows are written as verdicts come; the time limit
-is checked between batches, so a batch in flight is written whole. A task whose reference cannot run
-(VerifierError) is logged and left out, and the others go on. A verdict that failed for the machine
-(`infrastructure`: a dead worker, out of memory on a shared GPU) is not written and its parent not
-marked expanded, so the next run judges it again. On a GPU host, the verifier's shared mode
-(mtmc/verify/timing_gpu.py) judges many programs per GPU at once.
+`verify` at a time, so any backend records. With `judge="batch"` each worker judges up to `chunk`
+programs of one task in one child instead (mtmc/verify/batch.py: trusted batches, for the template
+coder's programs only; the verdicts say `trusted_batch`). Node rows are written as verdicts come;
+the time limit is checked between batches, so a batch in flight is written whole. A task whose
+reference cannot run (VerifierError) is logged and left out, and the others go on. A verdict that
+failed for the machine (`infrastructure`: a dead worker, out of memory on a shared GPU) is not
+written and its parent not marked expanded, so the next run judges it again. On a GPU host, the
+verifier's shared mode (mtmc/verify/timing_gpu.py) judges many programs per GPU at once.
 """
 
 from __future__ import annotations
@@ -38,12 +40,14 @@ from mtmc.tasks import Task
 from mtmc.tree.format import RowWriter, coder_fingerprint, edge_row, expanded_row, node_row, read_rows
 from mtmc.tree.index import Tree
 from mtmc.verify import Verdict, VerifierError
+from mtmc.verify.batch import judge_in_batches
 from mtmc.verify.engine import cacheable
 from mtmc.verify.many import BatchError, judge_concurrently, verify_pairs
 
 log = logging.getLogger(__name__)
 Frontier = list[tuple[str | None, Program | None]]  # (digest, program); (None, None) before the port
 VerifyMany = Callable[[list[tuple[Task, Program]]], Iterator[tuple[int, Verdict]]]
+JUDGES = ("each", "batch")  # each: the full protocol per program; batch: trusted batches (verify/batch.py)
 
 
 @dataclass
@@ -86,19 +90,23 @@ class _Cut(Exception):
 
 class Recorder:
     def __init__(self, coder: Coder, verifier: Verifier, path: str | Path, *, depth: int,
-                 time_limit_s: float | None = None, batch: int | None = None,
-                 clock: Callable[[], float] = time.monotonic,
+                 time_limit_s: float | None = None, batch: int | None = None, judge: str = "each",
+                 chunk: int = 16, clock: Callable[[], float] = time.monotonic,
                  progress: Callable[[str], None] = log.info) -> None:
         if depth < 0:
             raise ValueError(f"depth must be >= 0, got {depth}")
+        if judge not in JUDGES:
+            raise ValueError(f"judge must be one of {', '.join(JUDGES)}, got {judge!r}")
+        self.judge, self.chunk = judge, chunk
         self.coder, self.verifier, self.depth = coder, verifier, depth
         self.path = Path(path)
         self.tree = Tree.from_rows(read_rows(self.path), self.path)
         self.fingerprint = coder_fingerprint(coder)
         self.clock, self.progress = clock, progress
         self.deadline = None if time_limit_s is None else clock() + time_limit_s
-        # programs judged between two looks at the clock: the verifier's parallelism (1 unless it has one)
-        self.batch = batch or getattr(verifier, "concurrency", 1)
+        # programs judged between two looks at the clock: the verifier's parallelism (1 unless it has
+        # one), times `chunk` for trusted batches (each worker judges `chunk` programs of a task at once)
+        self.batch = batch or getattr(verifier, "concurrency", 1) * (chunk if judge == "batch" else 1)
         self.summary = RecordSummary()
         self.broken: dict[str, str] = {}  # task -> why its reference cannot run, in the order found
 
@@ -172,8 +180,9 @@ class Recorder:
         reference cannot run: no program of it can) is left out, the others go on."""
         answered: set[int] = set()
         pairs = [(task, step.child) for task, step in chunk]
+        verify_many = verify_many or self._verify_many
         try:
-            for index, verdict in verify_many(pairs) if verify_many else verify_pairs(self.verifier, pairs):
+            for index, verdict in verify_many(pairs):
                 task, step = chunk[index]
                 answered.add(index)
                 if not cacheable(verdict):  # a dead worker, memory on a shared GPU: judged again next run
@@ -190,6 +199,11 @@ class Recorder:
             # so that each error falls on its own task
             rest = [pair for index, pair in enumerate(chunk) if index not in answered]
             self._judge_batch(rest, level, self._one_at_a_time)
+
+    def _verify_many(self, pairs: list[tuple[Task, Program]]) -> Iterator[tuple[int, Verdict]]:
+        if self.judge == "batch":  # trusted batches: each task's programs `chunk` at a time in one child
+            return judge_in_batches(self.verifier, pairs, self.chunk)
+        return verify_pairs(self.verifier, pairs)
 
     def _one_at_a_time(self, pairs: list[tuple[Task, Program]]) -> Iterator[tuple[int, Verdict]]:
         return judge_concurrently(self.verifier.verify, pairs, workers=1)  # here; errors as BatchError
@@ -228,8 +242,8 @@ class Recorder:
 
 
 def record_tree(tasks: Sequence[Task], coder: Coder, verifier: Verifier, path: str | Path, *, depth: int,
-                time_limit_s: float | None = None, batch: int | None = None,
-                progress: Callable[[str], None] = log.info) -> RecordSummary:
+                time_limit_s: float | None = None, batch: int | None = None, judge: str = "each",
+                chunk: int = 16, progress: Callable[[str], None] = log.info) -> RecordSummary:
     recorder = Recorder(coder, verifier, path, depth=depth, time_limit_s=time_limit_s, batch=batch,
-                        progress=progress)
+                        judge=judge, chunk=chunk, progress=progress)
     return recorder.run(tasks)

@@ -8,6 +8,8 @@
   Triton share of device time and the timing. It never compares against the reference: it has
   none. Everything it returns is data the main process judges.
 - `baseline`: times eager and torch.compile of the reference, interleaved (no candidate code).
+- `tree_batch`: many programs of one task, for programs one trusts (the template coder's, when a
+  tree is recorded): trusted_batch.py.
 
 `probe` and `baseline` live in trusted_jobs.py, a case's inputs and models in case_io.py, the
 state check's walk over what a candidate keeps in kept_state.py, a forward under the
@@ -20,11 +22,8 @@ escape, and the fork server reports them as harness errors.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import threading
 import time
-import traceback
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ import torch
 from mtmc.tasks.task import Task
 from mtmc.verify import proof, timing_gpu
 from mtmc.verify.bitwise import same
+from mtmc.verify.candidate_load import candidate_traceback, error_kind, import_candidate
 from mtmc.verify.case_io import (
     EAGER_TF32_OPS,
     OpNames,
@@ -58,6 +58,7 @@ from mtmc.verify.census_calls import CallAudit, censused
 from mtmc.verify.kept_state import persistent_tensors
 from mtmc.verify.policy import allowed_aten
 from mtmc.verify.timing import TimingOptions, time_calls
+from mtmc.verify.trusted_batch import tree_batch
 from mtmc.verify.trusted_jobs import baseline, probe
 
 DEVICE_KEPT_BYTES = 256 * 2**20  # first outputs up to this size stay on the device for the repeats
@@ -132,9 +133,9 @@ def candidate(source: str, digest: str, inputs_path: str, device: str, library_o
     del data["task_source"]  # the reference's source stays out of the frames a candidate could read (S19)
     clock.lap("inputs")
     try:
-        module = _import_candidate(path, digest)
+        module = import_candidate(path, digest)
     except BaseException as err:  # the candidate's import failed: a compile error
-        return {"error": "compile_error", "message": _candidate_traceback(err, path)}
+        return {"error": "compile_error", "message": candidate_traceback(err, path)}
     result: dict[str, Any] = {"cases": [], "launches": {}, "phases_s": clock.phases}
     clock.lap("import")
     census_allowed = allowed_aten(library_ops)
@@ -142,8 +143,8 @@ def candidate(source: str, digest: str, inputs_path: str, device: str, library_o
     try:
         result["cases"] = _run_schedule(module, data["cases"], schedule, device, counter, census_allowed)
     except BaseException as err:
-        return {**result, "error": _error_kind(err), "case": getattr(err, "case", 0),
-                "message": _candidate_traceback(err, path)}
+        return {**result, "error": error_kind(err), "case": getattr(err, "case", 0),
+                "message": candidate_traceback(err, path)}
     clock.lap("cases")  # the first case pays CUDA's start and the Triton compiles
     # Every later forward runs under the census too: a candidate that finds no census active (a
     # dispatch stack it can read) must not get a PyTorch path into the state check or the timing.
@@ -151,31 +152,20 @@ def candidate(source: str, digest: str, inputs_path: str, device: str, library_o
     try:
         result["state_changes"] = _state_changes(module, data["cases"], device, others)
     except BaseException as err:
-        return {**result, "error": _error_kind(err), "message": _candidate_traceback(err, path)}
+        return {**result, "error": error_kind(err), "message": candidate_traceback(err, path)}
     result["launches"] = dict(counter.kernels)
     if device == "cuda" and (profile_share or time_it):
         try:
             _gpu_measurements(result, module, data, others, time_it, timing, profile_share, clock,
                               timing_lock)
         except BaseException as err:
-            return {**result, "error": _error_kind(err), "message": _candidate_traceback(err, path)}
+            return {**result, "error": error_kind(err), "message": candidate_traceback(err, path)}
     result["other_calls"] = others.report()
     result["tampered"] = proof.changed_identities(watched)
     result["threads_started"] = threading.active_count() - threads_before
     result["threads_spawned"] = counter.threads_spawned
     result["counter_forged"] = not counter.consistent()
     return result
-
-
-def _import_candidate(path: Path, digest: str) -> Any:
-    name = f"mtmc_candidate_{digest}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    if not isinstance(getattr(module, "ModelNew", None), type):
-        raise TypeError("the candidate defines no class ModelNew")
-    return module
 
 
 def _run_schedule(module: Any, cases: list[dict[str, Any]], schedule: list[int], device: str,
@@ -359,24 +349,5 @@ def _gpu_measurements(result: dict[str, Any], module: Any, data: dict[str, Any],
             clock.lap("timing")
 
 
-# ------------------------------------------------------------------------------------------------
-# the candidate's errors in words
-# ------------------------------------------------------------------------------------------------
-def _error_kind(err: BaseException) -> str:
-    """Compile errors are Triton's (the interpreter reports them when the kernel first runs)."""
-    kinds = {c.__name__ for c in type(err).__mro__}
-    if kinds & {"CompilationError", "CompileTimeAssertionFailure", "InterpreterError"}:
-        return "compile_error"
-    return "runtime_error"
-
-
-def _candidate_traceback(err: BaseException, path: Path, frames: int = 6) -> str:
-    """The exception and the last frames inside the candidate's file (what a coder can fix)."""
-    tb = traceback.extract_tb(err.__traceback__)
-    ours = [f for f in tb if f.filename == str(path)][-frames:]
-    lines = [f"line {f.lineno} in {f.name}: {(f.line or '').strip()}" for f in ours]
-    text = f"{type(err).__name__}: {err}"
-    return "\n".join([*lines, text[:2000]])
-
-
-JOBS = {"probe": probe, "reference": reference, "candidate": candidate, "baseline": baseline}
+JOBS = {"probe": probe, "reference": reference, "candidate": candidate, "baseline": baseline,
+        "tree_batch": tree_batch}

@@ -223,12 +223,12 @@ class Engine:
         verdict.eager_ms, verdict.compiled_ms = baseline.get("eager_ms"), baseline.get("compiled_ms")
         verdict.baseline_flags = dict(baseline.get("backend_flags", {}))
         verdict.flags += baseline.get("flags", [])
-        self._judge_roofline(task, reference, verdict)
+        self.judge_roofline(task, reference, verdict)
         speedup = verdict.speedup_eager
         if verdict.ok and speedup and speedup > self.settings.excess_speedup:
             verdict.flags.append(f"excessive_speedup: {speedup:.1f}x over eager; inspect it")
 
-    def _judge_roofline(self, task: Task, reference: Reference, verdict: Verdict) -> None:
+    def judge_roofline(self, task: Task, reference: Reference, verdict: Verdict) -> None:
         peaks = hardware.peaks_for(self.device, **self.settings.peaks)
         if peaks is None:
             verdict.flags.append(f"no_roofline: no peak numbers for {self.device}")

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 TIMING_DEVICE = 1  # a shared-mode worker's CUDA_VISIBLE_DEVICES is "<compute>,<timing>"
-TIMED_JOBS = frozenset({"candidate", "baseline"})  # the jobs that time on the timing GPU
+TIMED_JOBS = frozenset({"candidate", "baseline", "tree_batch"})  # the jobs that time on a timing GPU
 
 
 def worker_layout(gpus: list[str], workers_per_gpu: int,

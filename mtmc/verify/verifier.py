@@ -19,6 +19,7 @@ import mtmc
 from mtmc.program import Program
 from mtmc.tasks import Task
 from mtmc.verify import timing_gpu
+from mtmc.verify.batch import verify_batch
 from mtmc.verify.case_io import JOBS_PER_GPU_ENV
 from mtmc.verify.engine import (  # noqa: F401  (re-exported: callers import them from here)
     FULL_ISOLATION,
@@ -60,6 +61,11 @@ class _EngineVerifier:
         """(index into `pairs`, verdict) for every pair, as they finish, one per worker at once; a
         VerifierError of some pairs comes after the others' verdicts, as many.BatchError."""
         return judge_concurrently(self.verify, pairs, self.concurrency)
+
+    def verify_batch(self, task: Task, programs: list[Program]) -> list[Verdict]:
+        """Many programs of one task in one child, for programs one trusts (batch.py): the template
+        coder's, when a tree is recorded. A verdict for each, in order, flagged `trusted_batch`."""
+        return verify_batch(self.engine, task, programs)
 
     def close(self) -> None:
         self.engine.close()

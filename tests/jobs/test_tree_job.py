@@ -103,3 +103,12 @@ def test_record_takes_the_variants_suite(tmp_path):
     cfg.verifier = OmegaConf.create({"_target_": "tests.tree.fakes.DigestVerifier"})
     assert run(cfg).judged > 1
     assert load_tree(path).tasks == ["softmax_lastdim__dim0"]  # sum_lastdim's family is on the train side
+
+
+def test_trusted_batches_are_for_the_template_coder_only(tmp_path):
+    cfg = composed("tree", ["action=record", f"suite={suite(tmp_path)}", f"tree={tmp_path / 't.jsonl'}",
+                            "depth=0", "judge=batch"])
+    cfg.verifier = OmegaConf.create({"_target_": "tests.tree.fakes.DigestVerifier"})
+    cfg.coder = OmegaConf.create({"_target_": "tests.tree.fakes.RefusingCoder"})
+    with pytest.raises(SystemExit, match="judge=batch .* template coder only"):
+        run(cfg)

@@ -190,3 +190,27 @@ def test_a_verdict_that_failed_for_the_machine_is_not_written_and_a_rerun_judges
 def steps(path) -> set[tuple]:
     return {(r["task"], r.get("parent"), r.get("strategy"), r["digest"], r["kind"] == "expanded")
             for r in read_rows(path)}
+
+
+def test_trusted_batches_record_the_tree_the_full_protocol_records(tmp_path):
+    """judge=batch (mtmc/verify/batch.py) with the interpreter: the same programs, steps and statuses
+    as judge=each, every node flagged `trusted_batch`; each worker takes up to `chunk` of a task."""
+    from mtmc.verify import InterpreterVerifier
+
+    tasks = [tiny_task(), tiny_task("relu_three", scale=3)]
+    with InterpreterVerifier(seeds=1, workers=2) as verifier:
+        each = record(tmp_path / "each.jsonl", verifier, depth=1, tasks=tasks)
+        batch = record(tmp_path / "batch.jsonl", verifier, depth=1, tasks=tasks, judge="batch", chunk=3)
+    assert each.complete and batch.complete and batch.judged == each.judged > 2
+    assert steps(tmp_path / "batch.jsonl") == steps(tmp_path / "each.jsonl")
+    statuses = {path: {(r["task"], r["digest"]): r["status"] for r in read_rows(tmp_path / path)
+                       if r["kind"] == "node"} for path in ("each.jsonl", "batch.jsonl")}
+    assert statuses["batch.jsonl"] == statuses["each.jsonl"]
+    flagged = {path: ["trusted_batch" in r["flags"] for r in read_rows(tmp_path / path) if "flags" in r]
+               for path in ("each.jsonl", "batch.jsonl")}
+    assert all(flagged["batch.jsonl"]) and not any(flagged["each.jsonl"])
+
+
+def test_an_unknown_way_to_judge_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="judge must be one of each, batch"):
+        Recorder(coder, DigestVerifier(), tmp_path / "t.jsonl", depth=1, judge="fast")

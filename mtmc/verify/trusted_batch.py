@@ -1,0 +1,174 @@
+"""The `tree_batch` job: many programs of one task judged in one child, for programs one trusts.
+
+Recording a tree (mtmc/tree/recorder.py) judges thousands of programs that the embedded template
+coder wrote: code of this project, not an LLM's. Through the full protocol each verdict regenerates
+its task's inputs in a fresh child, runs every case twice under the op census, profiles and times,
+and ships GB-sized outputs back to the main process to compare: on an H100 the built-in suite took
+a median 33 s a verdict, mostly moving data (BENCHMARKS.md, seventh session). This job pays the
+per-task part once per batch instead: it regenerates the inputs once, recomputes the reference's
+outputs on the device once (the reference's own model, seeds and inputs: the same values the main
+process holds), and then, per program, imports it, runs each case once, compares with the
+verifier's own rules (correctness.compare_case, with the reference's eager and float64 error
+floors passed in) and times it with the verifier's own loop (timing.time_calls; in shared mode on
+the timing GPU, under its lock).
+
+What it leaves out, because it guards against hostile code: the sandbox (the job is not in
+sandbox.UNTRUSTED_JOBS), the op census and launch counter, the decoy and state checks, the
+determinism repeats and the profile. Verdicts made here carry the flag `trusted_batch`, and
+`mtmc tree record judge=batch` refuses any coder but the template coder. batch.py builds the
+verdicts (baselines, roofline floor) in the main process.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from mtmc.tasks.task import Task
+from mtmc.verify import timing_gpu
+from mtmc.verify.bitwise import same
+from mtmc.verify.candidate_load import candidate_traceback, error_kind, import_candidate
+from mtmc.verify.case_io import (
+    as_list,
+    candidate_model,
+    fresh_copy,
+    load_inputs,
+    output_kind,
+    precise_reference,
+    reference_model,
+    resident_budget,
+    run_forward,
+    sized,
+    timing_sets,
+    to_device,
+)
+from mtmc.verify.correctness import compare_case, eager_precision
+from mtmc.verify.judging import case_label
+from mtmc.verify.timing import TimingOptions, time_calls
+
+
+def tree_batch(task_name: str, task_source: str, inputs_path: str, device: str,
+               programs: list[dict[str, str]], errors: list[dict[str, list[float]]], eager_tf32: bool,
+               time_it: bool, timing: dict[str, Any], timing_lock: str | None = None) -> dict[str, Any]:
+    """Each program's result ({"status", "message", errors, "timing", "phases_s"}), in order.
+    `errors`: each case's {"eager_errors", "reference_errors"} from the main process's reference."""
+    started = time.perf_counter()
+    precise_reference()
+    task = Task(name=task_name, source=task_source)
+    data = load_inputs(inputs_path, device)
+    expected = _expected(task, data["cases"], errors, device)
+    setup_s = round(time.perf_counter() - started, 4)
+    meta = eager_precision(task.meta, eager_tf32)
+    results = []
+    for program in programs:
+        results.append(_judge_one(program, data, expected, meta, device, time_it, timing, timing_lock))
+    return {"results": results, "setup_s": setup_s}
+
+
+def _expected(task: Task, cases: list[dict[str, Any]], errors: list[dict[str, list[float]]],
+              device: str) -> list[dict[str, Any]]:
+    """The reference's outputs on every case, made here from its model and inputs, with the error
+    floors the main process measured. They stay on the device if they fit the job's share, else on
+    the host (the comparison then stages them over in chunks)."""
+    expected = []
+    for case, floors in zip(cases, errors, strict=True):
+        raw = run_forward(reference_model(task, case, device), fresh_copy(case["inputs"], device))
+        expected.append({"kind": output_kind(raw), "outputs": [o.detach() for o in as_list(raw)], **floors})
+    total = sum(o.nbytes for e in expected for o in e["outputs"])
+    if total > resident_budget(device):
+        for e in expected:
+            e["outputs"] = [o.cpu() for o in e["outputs"]]
+    return expected
+
+
+def _judge_one(program: dict[str, str], data: dict[str, Any], expected: list[dict[str, Any]],
+               meta: dict[str, Any], device: str, time_it: bool, timing: dict[str, Any],
+               timing_lock: str | None) -> dict[str, Any]:
+    started = time.perf_counter()
+    path = Path.cwd() / f"candidate_{program['digest']}.py"
+    path.write_text(program["source"])
+    try:
+        module = import_candidate(path, program["digest"])
+    except BaseException as err:  # noqa: BLE001  (any failure to import is the program's compile error)
+        return {"status": "compile_error", "message": candidate_traceback(err, path)}
+    try:
+        result = _cases(module, data["cases"], expected, meta, device, path)
+        result["phases_s"] = {"cases": round(time.perf_counter() - started, 4)}
+        if result["status"] == "ok" and time_it:
+            lap = time.perf_counter()
+            result["timing"] = _time(module, data, timing, timing_lock)
+            result["phases_s"]["timing"] = round(time.perf_counter() - lap, 4)
+        return result
+    finally:
+        sys.modules.pop(f"mtmc_candidate_{program['digest']}", None)
+        if device == "cuda":
+            torch.cuda.empty_cache()  # the next program's outputs need the room this one's held
+
+
+def _cases(module: Any, cases: list[dict[str, Any]], expected: list[dict[str, Any]], meta: dict[str, Any],
+           device: str, path: Path) -> dict[str, Any]:
+    """Every case once, against the reference by correctness.compare_case (the verifier's rule)."""
+    worst = {"max_abs_error": 0.0, "rel_error": 0.0}
+    flags: list[str] = []
+    for case, want in zip(cases, expected, strict=True):
+        label = case_label(case)
+        inputs = fresh_copy(case["inputs"], device)
+        try:
+            with sized(module, case["sizes"]):
+                raw = run_forward(candidate_model(module, case, device), inputs)
+            if device == "cuda":
+                torch.cuda.synchronize()
+        except BaseException as err:  # noqa: BLE001  (the program's failure, reported as the verifier would)
+            return {"status": error_kind(err), "message": f"{label}: {candidate_traceback(err, path)}"}
+        check = compare_case(want, _got(raw, case["inputs"], inputs), meta, device, label)
+        worst["max_abs_error"] = max(worst["max_abs_error"], check.max_abs_error)
+        worst["rel_error"] = max(worst["rel_error"], check.rel_error)
+        flags += [f for f in check.flags if f not in flags]
+        if not check.ok:
+            return {"status": "incorrect", "message": check.message, "flags": flags, **worst}
+        del raw, inputs
+    return {"status": "ok", "message": f"correct on {len(cases)} cases (trusted batch)", "flags": flags,
+            **worst}
+
+
+def _got(raw: Any, pristine: list[Any], used: list[Any]) -> dict[str, Any]:
+    """The candidate's side of compare_case: its outputs where they are, and the inputs it changed."""
+    outputs = as_list(raw)
+    bad = [f"output {i} is {type(o).__name__}, not a torch.Tensor" for i, o in enumerate(outputs)
+           if type(o) is not torch.Tensor]
+    mutated = [i for i, (a, b) in enumerate(zip(pristine, used, strict=True))
+               if isinstance(a, torch.Tensor) and not same(a, b.to(a.device))]
+    return {"kind": output_kind(raw), "type_errors": bad, "outputs": [] if bad else outputs,
+            "devices": [] if bad else [str(o.device) for o in outputs], "mutated_inputs": mutated}
+
+
+def _time(module: Any, data: dict[str, Any], timing: dict[str, Any],
+          timing_lock: str | None) -> dict[str, Any]:
+    """The verifier's timing loop on the timing sets (child._gpu_measurements without the census):
+    each set's untimed outputs first, every timed call checked against them (within tolerance: the
+    determinism repeats did not run here)."""
+    with timing_gpu.on_timing_device(timing_lock):
+        sets = timing_sets(data, "cuda")
+        call = _forward_of(candidate_model(module, data["cases"][data["timing"]["case"]], "cuda"))
+        own = [[o.clone() for o in call(to_device(s, "cuda"))] for s in sets]
+        torch.cuda.synchronize()
+        measured = time_calls({"candidate": call}, sets, {"candidate": own}, False, TimingOptions(**timing))
+        # This process lives on for the batch's next program: hand its blocks on the timing GPU back
+        # before the lock goes, or the next job's timing there may not find room.
+        del call, own, sets
+        torch.cuda.empty_cache()
+    mine = measured["timings"]["candidate"]
+    return {"timings": {"candidate": {k: mine[k] for k in ("reported_ms", "median_ms", "rse", "reps",
+                                                            "mismatches", "reused_storage")}},
+            "threads_started": measured["threads_started"], "events_ms": measured["events_ms"],
+            "wall_ms": measured["wall_ms"]}
+
+
+def _forward_of(model: torch.nn.Module) -> Any:
+    def call(inputs: list[Any]) -> list[torch.Tensor]:
+        return as_list(run_forward(model, inputs))
+    return call
