@@ -47,6 +47,7 @@ from mtmc.verify.many import BatchError, judge_concurrently, verify_pairs
 log = logging.getLogger(__name__)
 Frontier = list[tuple[str | None, Program | None]]  # (digest, program); (None, None) before the port
 VerifyMany = Callable[[list[tuple[Task, Program]]], Iterator[tuple[int, Verdict]]]
+LEVEL = 10**9  # `batch` for trusted batches: a whole level at once
 JUDGES = ("each", "batch")  # each: the full protocol per program; batch: trusted batches (verify/batch.py)
 
 
@@ -105,8 +106,10 @@ class Recorder:
         self.clock, self.progress = clock, progress
         self.deadline = None if time_limit_s is None else clock() + time_limit_s
         # programs judged between two looks at the clock: the verifier's parallelism (1 unless it has
-        # one), times `chunk` for trusted batches (each worker judges `chunk` programs of a task at once)
-        self.batch = batch or getattr(verifier, "concurrency", 1) * (chunk if judge == "batch" else 1)
+        # one). Trusted batches look at it before each batch of `chunk` starts instead, so by default a
+        # whole level streams through the workers (none waits for the slowest of a round: BENCHMARKS.md,
+        # eighth session)
+        self.batch = batch or (LEVEL if judge == "batch" else getattr(verifier, "concurrency", 1))
         self.summary = RecordSummary()
         self.broken: dict[str, str] = {}  # task -> why its reference cannot run, in the order found
 
@@ -173,6 +176,8 @@ class Recorder:
                      if task.name not in self.broken]  # a task found broken in an earlier batch
             if chunk:
                 self._judge_batch(chunk, level)
+        if self.judge == "batch":
+            self._deadline_check()  # batches left unstarted at the deadline: the level is not whole
 
     def _judge_batch(self, chunk: list[tuple[Task, _Step]], level: int,
                      verify_many: VerifyMany | None = None) -> None:
@@ -202,7 +207,7 @@ class Recorder:
 
     def _verify_many(self, pairs: list[tuple[Task, Program]]) -> Iterator[tuple[int, Verdict]]:
         if self.judge == "batch":  # trusted batches: each task's programs `chunk` at a time in one child
-            return judge_in_batches(self.verifier, pairs, self.chunk)
+            return judge_in_batches(self.verifier, pairs, self.chunk, stop=self._past_deadline)
         return verify_pairs(self.verifier, pairs)
 
     def _one_at_a_time(self, pairs: list[tuple[Task, Program]]) -> Iterator[tuple[int, Verdict]]:
@@ -237,8 +242,11 @@ class Recorder:
         self.tree.add(row)
 
     def _deadline_check(self) -> None:
-        if self.deadline is not None and self.clock() >= self.deadline:
+        if self._past_deadline():
             raise _Cut
+
+    def _past_deadline(self) -> bool:
+        return self.deadline is not None and self.clock() >= self.deadline
 
 
 def record_tree(tasks: Sequence[Task], coder: Coder, verifier: Verifier, path: str | Path, *, depth: int,

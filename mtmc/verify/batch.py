@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
@@ -59,11 +59,12 @@ def verify_batch(engine: Engine, task: Task, programs: list[Program]) -> list[Ve
     return verdicts
 
 
-def judge_in_batches(verifier: Any, pairs: Iterable[tuple[Task, Program]],
-                     chunk: int) -> Iterator[tuple[int, Verdict]]:
+def judge_in_batches(verifier: Any, pairs: Iterable[tuple[Task, Program]], chunk: int,
+                     stop: Callable[[], bool] | None = None) -> Iterator[tuple[int, Verdict]]:
     """(index into `pairs`, verdict) for every pair: each task's programs in batches of at most `chunk`,
     `verifier.concurrency` batches at once; then many.BatchError for pairs whose task could not be
-    judged (VerifierError), as many.judge_concurrently does."""
+    judged (VerifierError), as many.judge_concurrently does. A batch that would start once `stop()`
+    is true does not: its pairs get no verdict (a recorder's deadline)."""
     if not callable(getattr(verifier, "verify_batch", None)):
         raise VerifierError(f"{type(verifier).__name__} has no verify_batch: trusted batches need the local "
                             "or the interpreter verifier")
@@ -71,18 +72,25 @@ def judge_in_batches(verifier: Any, pairs: Iterable[tuple[Task, Program]],
     errors: dict[int, VerifierError] = {}
     with ThreadPoolExecutor(max_workers=max(1, min(verifier.concurrency, len(batches))),
                             thread_name_prefix="mtmc-batch") as pool:
-        futures = {pool.submit(verifier.verify_batch, task, [p for _, p in members]): (task, members)
+        futures = {pool.submit(_unless_stopped, verifier, task, [p for _, p in members], stop): members
                    for task, members in batches}
         for future in as_completed(futures):
-            _, members = futures[future]
+            members = futures[future]
             try:
                 verdicts = future.result()
             except VerifierError as err:  # the task's reference cannot run: every pair of the batch
                 errors.update({index: err for index, _ in members})
                 continue
+            if verdicts is None:  # not started: past `stop`
+                continue
             yield from ((index, v) for (index, _), v in zip(members, verdicts, strict=True))
     if errors:
         raise BatchError(errors)
+
+
+def _unless_stopped(verifier: Any, task: Task, programs: list[Program],
+                    stop: Callable[[], bool] | None) -> list[Verdict] | None:
+    return None if stop is not None and stop() else verifier.verify_batch(task, programs)
 
 
 def _batches(pairs: list[tuple[Task, Program]], chunk: int) -> list[tuple[Task, list[tuple[int, Program]]]]:

@@ -153,6 +153,21 @@ class PoolVerifier(DigestVerifier):
         return judge_concurrently(self.verify, pairs, self.concurrency)
 
 
+class BatchVerifier(DigestVerifier):
+    """A DigestVerifier with trusted batches (`verify_batch`, mtmc/verify/batch.py), `concurrency` of them
+    at once through the real `judge_in_batches`. Records each batch's size."""
+
+    concurrency = 2
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.batch_sizes: list[int] = []
+
+    def verify_batch(self, task, programs):
+        self.batch_sizes.append(len(programs))
+        return [self.verify(task, program) for program in programs]
+
+
 class JitterVerifier(PoolVerifier):
     """A PoolVerifier whose times drift: the n-th verdict of a program is its digest's time times
     `factors[n]` (the last factor once they run out), so a program recorded by a DigestVerifier and

@@ -13,7 +13,14 @@ from coders.template import TemplateCoder
 from mtmc.strategies import PORT
 from mtmc.tree import load_tree, read_rows, record_tree
 from mtmc.tree.recorder import Recorder
-from tests.tree.fakes import DigestVerifier, ManyVerifier, PoolVerifier, RefusingCoder, tiny_task
+from tests.tree.fakes import (
+    BatchVerifier,
+    DigestVerifier,
+    ManyVerifier,
+    PoolVerifier,
+    RefusingCoder,
+    tiny_task,
+)
 
 coder = TemplateCoder()
 
@@ -82,14 +89,16 @@ def two_tasks_whole(tmp_path_factory):
     return tasks, full
 
 
-@pytest.mark.parametrize("kind", [DigestVerifier, PoolVerifier])
-def test_a_cut_run_leaves_whole_levels_and_resumes_to_the_same_tree(tmp_path, kind, two_tasks_whole):
+@pytest.mark.parametrize("kind,judge",
+                         [(DigestVerifier, "each"), (PoolVerifier, "each"), (BatchVerifier, "batch")])
+def test_a_cut_run_leaves_whole_levels_and_resumes_to_the_same_tree(tmp_path, kind, judge, two_tasks_whole):
     tasks, full = two_tasks_whole
     total = len(nodes(full))
     cut = tmp_path / "cut.jsonl"
     verifier = kind()
     # the clock counts the verdicts asked for: the limit falls inside level 2, between two batches
-    summary = Recorder(coder, verifier, cut, depth=2, time_limit_s=total - 5,
+    # (trusted batches: batches of `chunk` that start after it never start)
+    summary = Recorder(coder, verifier, cut, depth=2, time_limit_s=total - 5, judge=judge, chunk=3,
                        clock=lambda: len(verifier.calls)).run(tasks)
     assert not summary.complete and summary.levels == 2
     assert summary.judged == len(verifier.calls) == len(nodes(cut))  # each verdict asked for is written

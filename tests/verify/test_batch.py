@@ -104,6 +104,15 @@ def test_judge_in_batches_yields_every_pair_then_the_broken_tasks_pairs_as_one_e
     assert sorted(fake.calls) == [("broken", 2), ("good", 1), ("good", 2), ("good", 2)]
 
 
+def test_batches_that_would_start_after_stop_do_not():
+    good = Task(name="good", source="")
+    fake = FakeBatchVerifier()
+    fake.concurrency = 1  # one batch at a time: the stop falls between two
+    pairs = [(good, Program(str(i))) for i in range(6)]
+    seen = dict(judge_in_batches(fake, pairs, 2, stop=lambda: len(fake.calls) >= 2))
+    assert sorted(seen) == [0, 1, 2, 3] and fake.calls == [("good", 2), ("good", 2)]
+
+
 def test_judge_in_batches_refuses_a_verifier_without_verify_batch():
     class OneAtATime:
         concurrency = 1
