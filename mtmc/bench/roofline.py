@@ -4,12 +4,13 @@
     floor = floor_ms(summarize(task), task, pick(calibrations, "NVIDIA H100 80GB HBM3"))
 
 The floor is the one BENCHMARKS.md reports (benchmarks/baselines.py calls this function): max(compulsory
-bytes / memory rate, matmul FLOPs / the rate of the math the task may use). Each rate is the faster of
-the GPU's measured one (the calibration: a device-to-device copy, cuBLAS GEMMs) and its datasheet one
-(mtmc/verify/hardware.py), so no honest program reads above 100%: a read-only stream beats a copy's
-rate, and until 2026-11-27, when only the measured rates counted, honest reductions read up to 110%
-and fp16 attention 113% (benchmarks/roofline_audit.py). Measured rates still count where they are the
-faster (an unknown GPU, or a math the datasheet table lacks: fp32 FMA).
+bytes / memory rate, matmul FLOPs / the rate of the math the task may use), the FLOPs without the work
+a mask makes unnecessary (causal attention's masked triangle: mtmc/tasks/masked_work.py). Each rate is
+the faster of the GPU's measured one (the calibration: a device-to-device copy, cuBLAS GEMMs) and its
+datasheet one (mtmc/verify/hardware.py), so no honest program reads above 100%: a read-only stream
+beats a copy's rate, and until 2026-11-27, when only the measured rates counted, honest reductions
+read up to 110% and fp16 attention 113% (benchmarks/roofline_audit.py). Measured rates still count
+where they are the faster (an unknown GPU, or a math the datasheet table lacks: fp32 FMA).
 
 The math is the fastest the verifier accepts for the task (`math_rate`): its 16-bit dtype's
 tensor-core rate; TF32 for fp32 tasks that allow tf32 and for fp32 convolutions (eager runs them on

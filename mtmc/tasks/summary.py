@@ -2,7 +2,8 @@
 
 The summary feeds planners (which ops, how much arithmetic per byte) and the verifier's roofline
 floor: no program can move fewer bytes than its inputs, weights and outputs, nor do fewer FLOPs
-than the reference's matmuls and convolutions.
+than the reference's matmuls and convolutions need, less the work its masks make unnecessary
+(causal attention's masked half: mtmc/tasks/masked_work.py).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode, flop_registry
 
+from mtmc.tasks.masked_work import MaskedWork
 from mtmc.tasks.task import Sizes, Task, on_meta
 
 # aten ops that only re-describe memory: they cost no arithmetic and (fused) no traffic.
@@ -42,8 +44,8 @@ class TaskSummary:
     inputs: list[TensorInfo]
     outputs: list[TensorInfo]
     params: int  # parameter + buffer elements
-    flops: int  # matmul/conv FLOPs (exact) + one per element for other ops (estimate)
-    matmul_flops: int
+    flops: int  # matmul_flops (exact) + one per element for other ops (estimate)
+    matmul_flops: int  # what the matmuls and convolutions need: masked places (causal attention) left out
     bytes_min: int  # inputs + weights + outputs, each touched once: the compulsory traffic
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -86,17 +88,21 @@ class _OpRecorder(TorchDispatchMode):
 
 def summarize(task: Task, sizes: Sizes | None = None) -> TaskSummary:
     """Trace the reference at `sizes` (the file's own sizes by default) on the meta device."""
-    model = on_meta(lambda: task.make_model(seed=0, sizes=sizes))
-    with torch.device("meta"):
-        inputs = task.make_inputs(seed=0, sizes=sizes)
+    masks = MaskedWork()  # around the construction too: a causal mask is often a buffer made there
+    with masks:
+        model = on_meta(lambda: task.make_model(seed=0, sizes=sizes))
+        with torch.device("meta"):
+            inputs = task.make_inputs(seed=0, sizes=sizes)
+    masks.products.clear()  # the construction's matmuls: FlopCounterMode counts only the forward's
     recorder = _OpRecorder()
     flop_counter = FlopCounterMode(display=False)
-    with torch.no_grad(), flop_counter, recorder:
+    # masks entered first: it sees the ops FlopCounterMode counts, after that mode's decompositions
+    with torch.no_grad(), masks, flop_counter, recorder:
         out = model(*inputs)
     outs = [o for o in (out if isinstance(out, tuple | list) else [out]) if isinstance(o, torch.Tensor)]
     tensors_in = [t for t in inputs if isinstance(t, torch.Tensor)]
     weights = list(model.parameters()) + list(model.buffers())
-    matmul_flops = int(flop_counter.get_total_flops())
+    matmul_flops = int(flop_counter.get_total_flops()) - masks.unneeded_flops()
     return TaskSummary(
         name=task.name,
         ops=dict(recorder.calls),

@@ -53,7 +53,7 @@ from mtmc.verify.trusted import REFERENCE_BYTES_KEPT, REFERENCES_KEPT, TrustedRu
 from mtmc.verify.verdict import Status, Verdict, VerifierError  # noqa: F401  (re-exported)
 from mtmc.verify.worker_pool import WorkerPool
 
-VERIFIER_VERSION = "2.3"  # bump whenever a change can flip a verdict: cached verdicts expire
+VERIFIER_VERSION = "2.4"  # bump whenever a change can flip a verdict: cached verdicts expire
 INTERPRETER_DEVICE = "cpu (triton interpreter)"
 FULL_ISOLATION = "netns+pidns+readonly+nobody"
 

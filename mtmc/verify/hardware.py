@@ -2,7 +2,11 @@
 
 The floor comes from the task summary, `max(matmul_flops / peak_flops, bytes_min / bandwidth_max)`:
 no correct program moves fewer bytes than its inputs, weights and outputs, nor does fewer FLOPs
-than the reference's matmuls, and none moves them faster than the datasheet's rates.
+than the reference's matmuls need, and none moves them faster than the datasheet's rates.
+- What the matmuls need leaves out what a mask makes unnecessary (mtmc/tasks/masked_work.py): causal
+  attention counts its triangle of kept (query, key) pairs. Until verifier 2.4 it counted all S x S,
+  twice what a flash kernel does, so the floor rejected an honest causal kernel doing more than
+  about 0.9 / 2 of the tensor-core peak on its real work.
 - `Verdict.roofline_ms` (what "share of roofline" reads against) is that floor, at the physical
   rates. Until verifier 2.3 it used the measured copy bandwidth (`bandwidth`), which a read-only
   stream beats: amax_lastdim read at 4.655 TB/s on an H200, where a copy runs at 4.24 TB/s, and 56
