@@ -85,6 +85,25 @@ class _TaskLevel:
     fresh: list[_Step]  # reached here first and not in the file yet
 
 
+class _Rate:
+    """A level's progress in words every `every_s` seconds of `clock`: judged so far of the level's
+    programs, and the rate (a level of a few thousand programs runs for an hour on a GPU host)."""
+
+    def __init__(self, level: int, total: int, clock: Callable[[], float], every_s: float = 60.0) -> None:
+        self.level, self.total, self.clock, self.every_s = level, total, clock, every_s
+        self.start = self.last = clock()
+        self.done = 0
+
+    def tick(self) -> str:
+        self.done += 1
+        now = self.clock()
+        if now - self.last < self.every_s:
+            return ""
+        self.last = now
+        per_min = 60 * self.done / max(now - self.start, 1e-9)
+        return f"level {self.level}: {self.done} of {self.total} judged, {per_min:.1f} programs a minute"
+
+
 class _Cut(Exception):
     """The time limit is spent: stop before the next batch."""
 
@@ -112,6 +131,7 @@ class Recorder:
         self.batch = batch or (LEVEL if judge == "batch" else getattr(verifier, "concurrency", 1))
         self.summary = RecordSummary()
         self.broken: dict[str, str] = {}  # task -> why its reference cannot run, in the order found
+        self._rate = _Rate(0, 0, clock)  # the level being judged: progress lines as verdicts come
 
     def run(self, tasks: Sequence[Task]) -> RecordSummary:
         start = self.clock()
@@ -170,6 +190,7 @@ class Recorder:
         if pairs:
             self.progress(f"level {level}: judging {len(pairs)} programs of "
                           f"{sum(bool(one.fresh) for one in task_levels)} tasks, {self.batch} at a time")
+        self._rate = _Rate(level, len(pairs), self.clock)
         for start in range(0, len(pairs), self.batch):
             self._deadline_check()
             chunk = [(task, step) for task, step in pairs[start:start + self.batch]
@@ -196,6 +217,9 @@ class Recorder:
                 self._write(node_row(task, step.parent, step.strategy, step.rank, step.child, level, verdict,
                                      self.fingerprint))
                 self.summary.judged += 1
+                line = self._rate.tick()
+                if line:
+                    self.progress(line)
         except BatchError as err:  # many.py: each failed pair by index, after every other verdict
             for index, error in err.errors.items():
                 self._leave_out(chunk[index][0], error)

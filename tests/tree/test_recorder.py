@@ -223,3 +223,14 @@ def test_trusted_batches_record_the_tree_the_full_protocol_records(tmp_path):
 def test_an_unknown_way_to_judge_is_refused(tmp_path):
     with pytest.raises(ValueError, match="judge must be one of each, batch"):
         Recorder(coder, DigestVerifier(), tmp_path / "t.jsonl", depth=1, judge="fast")
+
+
+def test_a_long_level_says_how_far_it_is_and_how_fast_every_minute(tmp_path):
+    verifier, lines = DigestVerifier(), []
+    # the clock: 30 s a verdict asked for, so a progress line every second verdict
+    Recorder(coder, verifier, tmp_path / "t.jsonl", depth=1, clock=lambda: 30.0 * len(verifier.calls),
+             progress=lines.append).run([tiny_task()])
+    rates = [line for line in lines if "judged," in line]
+    level_one = sum(1 for r in read_rows(tmp_path / "t.jsonl") if r["kind"] == "node" and r["depth"] == 1)
+    assert rates and all(line.startswith("level 1: ") for line in rates)
+    assert rates[-1].endswith("2.0 programs a minute") and f"of {level_one} judged" in rates[-1]
