@@ -74,14 +74,15 @@ def _expected(task: Task, cases: list[dict[str, Any]], errors: list[dict[str, li
     """The reference's outputs on every case, made here from its model and inputs, with the error
     floors the main process measured. They stay on the device if they fit the job's share, else on
     the host (the comparison then stages them over in chunks)."""
-    expected = []
+    expected, kept = [], 0
     for case, floors in zip(cases, errors, strict=True):
         raw = run_forward(reference_model(task, case, device), fresh_copy(case["inputs"], device))
-        expected.append({"kind": output_kind(raw), "outputs": [o.detach() for o in as_list(raw)], **floors})
-    total = sum(o.nbytes for e in expected for o in e["outputs"])
-    if total > resident_budget(device):
-        for e in expected:
-            e["outputs"] = [o.cpu() for o in e["outputs"]]
+        outputs = [o.detach() for o in as_list(raw)]
+        kept += sum(o.nbytes for o in outputs)
+        if kept > resident_budget(device):  # this case's outputs wait on the host, before the next is made
+            outputs = [o.cpu() for o in outputs]
+        expected.append({"kind": output_kind(raw), "outputs": outputs, **floors})
+        del raw
     return expected
 
 
@@ -121,6 +122,8 @@ def _cases(module: Any, cases: list[dict[str, Any]], expected: list[dict[str, An
             if device == "cuda":
                 torch.cuda.synchronize()
         except BaseException as err:  # noqa: BLE001  (the program's failure, reported as the verifier would)
+            if device_broken(err):
+                raise  # see device_broken: the batch ends, and batch.py judges its programs one at a time
             return {"status": error_kind(err), "message": f"{label}: {candidate_traceback(err, path)}"}
         check = compare_case(want, _got(raw, case["inputs"], inputs), meta, device, label)
         worst["max_abs_error"] = max(worst["max_abs_error"], check.max_abs_error)
@@ -131,6 +134,13 @@ def _cases(module: Any, cases: list[dict[str, Any]], expected: list[dict[str, An
         del raw, inputs
     return {"status": "ok", "message": f"correct on {len(cases)} cases (trusted batch)", "flags": flags,
             **worst}
+
+
+def device_broken(err: BaseException) -> bool:
+    """A CUDA error (an illegal memory access, a device-side assert) leaves this process's CUDA
+    context unusable: every later program of the batch would fail for it. Such an error ends the
+    batch, so each of its programs gets a fresh child (and the faulty one its own verdict)."""
+    return type(err).__name__ == "AcceleratorError" or "CUDA error" in str(err)
 
 
 def _got(raw: Any, pristine: list[Any], used: list[Any]) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from mtmc.tasks import Task
 from mtmc.verify import InterpreterVerifier, Status, Verdict, VerifierError
 from mtmc.verify.batch import BATCH_ISOLATION, TRUSTED_BATCH_FLAG, _batches, judge_in_batches
 from mtmc.verify.many import BatchError
+from mtmc.verify.trusted_batch import device_broken
 from tests.tree.fakes import tiny_task
 
 TASK = tiny_task()
@@ -122,3 +123,8 @@ def test_judge_in_batches_refuses_a_verifier_without_verify_batch():
 
     with pytest.raises(VerifierError, match="verify_batch"):
         list(judge_in_batches(OneAtATime(), [(TASK, PROGRAMS["ok"])], 4))
+
+
+def test_a_cuda_error_ends_the_batch_but_a_plain_error_is_the_programs():
+    assert device_broken(RuntimeError("CUDA error: an illegal memory access was encountered"))
+    assert not device_broken(ValueError("no")) and not device_broken(RuntimeError("shape mismatch"))
