@@ -7,7 +7,9 @@ Row kinds (`kind`):
 
 - `node`: the first step that reached a program (breadth-first, so at its least depth), with its
   verdict: status, message, candidate / eager / torch.compile times, roofline floor, flags, device,
-  verifier version, and the fingerprints of the coder and the task that made it.
+  verifier version, the settings it was judged with (`verifier_settings`: in full or in trusted
+  batches, the seeds, the baselines, shared mode, the timing loop), and the fingerprints of the coder
+  and the task that made it.
 - `edge`: a later step that reached a program already recorded (`digest` names it), or a step the
   coder refused (`digest` null, `error` says why): it costs no verdict, but a planner walking the
   tree must see it as a step it could take.
@@ -58,9 +60,22 @@ def coder_fingerprint(coder: object) -> str:
     return f"{type(coder).__name__}:{digest.hexdigest()[:16]}"
 
 
+SETTINGS_RECORDED = ("seeds", "baselines", "compile_baseline", "shared_gpus", "timing")
+
+
+def verifier_settings(verifier: object, judge: str) -> dict[str, Any]:
+    """What shaped the verdicts beyond the verifier's version: how they were judged (`each` program
+    in full, or in trusted batches) and the engine's settings that change what a time means (the
+    seeds, hence the timing sets; baselines; shared mode; the timing loop). A verifier without an
+    engine (replay, a fake) records only `judge`."""
+    settings = getattr(getattr(verifier, "engine", None), "settings", None)
+    recorded = {name: getattr(settings, name) for name in SETTINGS_RECORDED if hasattr(settings, name)}
+    return {"judge": judge, **recorded}
+
+
 def node_row(task: Task, parent: str | None, strategy: Strategy, rank: int, program: Program, depth: int,
-             verdict: Verdict, coder: str) -> Row:
-    """The row of a program reached for the first time, with its verdict."""
+             verdict: Verdict, coder: str, settings: dict[str, Any] | None = None) -> Row:
+    """The row of a program reached for the first time, with its verdict (and `verifier_settings`)."""
     return {
         "kind": "node", "format": FORMAT, "task": task.name, "task_sha": task_fingerprint(task),
         "parent": parent, "strategy": str(strategy), "rank": rank, "digest": program.digest, "depth": depth,
@@ -71,6 +86,7 @@ def node_row(task: Task, parent: str | None, strategy: Strategy, rank: int, prog
         "isolation": verdict.isolation, "verifier_version": verdict.verifier_version, "coder": coder,
         "wall_s": None if verdict.wall_s is None else round(verdict.wall_s, 3),
         "phases_s": dict(verdict.phases_s),  # where the verdict's time went: the recorder's throughput
+        "verifier_settings": dict(settings or {}),
     }
 
 

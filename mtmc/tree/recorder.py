@@ -37,7 +37,15 @@ from mtmc.program import Program
 from mtmc.protocols import Coder, CoderError, Verifier
 from mtmc.strategies import Strategy
 from mtmc.tasks import Task
-from mtmc.tree.format import RowWriter, coder_fingerprint, edge_row, expanded_row, node_row, read_rows
+from mtmc.tree.format import (
+    RowWriter,
+    coder_fingerprint,
+    edge_row,
+    expanded_row,
+    node_row,
+    read_rows,
+    verifier_settings,
+)
 from mtmc.tree.index import Tree
 from mtmc.verify import Verdict, VerifierError
 from mtmc.verify.batch import judge_in_batches
@@ -122,6 +130,7 @@ class Recorder:
         self.path = Path(path)
         self.tree = Tree.from_rows(read_rows(self.path), self.path)
         self.fingerprint = coder_fingerprint(coder)
+        self.settings = verifier_settings(verifier, judge)
         self.clock, self.progress = clock, progress
         self.deadline = None if time_limit_s is None else clock() + time_limit_s
         # programs judged between two looks at the clock: the verifier's parallelism (1 unless it has
@@ -215,7 +224,7 @@ class Recorder:
                     self.summary.retry += 1
                     continue
                 self._write(node_row(task, step.parent, step.strategy, step.rank, step.child, level, verdict,
-                                     self.fingerprint))
+                                     self.fingerprint, self.settings))
                 self.summary.judged += 1
                 line = self._rate.tick()
                 if line:

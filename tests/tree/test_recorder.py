@@ -73,7 +73,10 @@ def nodes(path) -> set[tuple[str, str, int]]:
 
 
 def rows(path) -> Counter:
-    return Counter(json.dumps(r, sort_keys=True) for r in read_rows(path))
+    """The file's rows, less how each verdict was judged (a run resumed with another verifier differs
+    there and only there)."""
+    return Counter(json.dumps({k: v for k, v in r.items() if k != "verifier_settings"}, sort_keys=True)
+                   for r in read_rows(path))
 
 
 def three_tasks():
@@ -218,6 +221,10 @@ def test_trusted_batches_record_the_tree_the_full_protocol_records(tmp_path):
     flagged = {path: ["trusted_batch" in r["flags"] for r in read_rows(tmp_path / path) if "flags" in r]
                for path in ("each.jsonl", "batch.jsonl")}
     assert all(flagged["batch.jsonl"]) and not any(flagged["each.jsonl"])
+    settings = {path: {json.dumps(r["verifier_settings"], sort_keys=True) for r in read_rows(tmp_path / path)
+                       if r["kind"] == "node"} for path in ("each.jsonl", "batch.jsonl")}
+    assert [json.loads(one)["judge"] for one in settings["batch.jsonl"]] == ["batch"]
+    assert [json.loads(one)["seeds"] for one in settings["each.jsonl"]] == [1]  # one setting for the file
 
 
 def test_an_unknown_way_to_judge_is_refused(tmp_path):
