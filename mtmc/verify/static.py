@@ -1,26 +1,27 @@
 """Static checks: read the candidate's AST before anything runs and list what breaks the rules.
 
-Each rule closes a known reward hack (docs/design.md, S1-S20, T1-T3) or a way to reach outside
-the sandbox. The checks are a cheap first line with line numbers for the coder; the runtime checks
-(proof.py: launch counter, aten op census, identity snapshots) are the ground truth behind them.
+Each rule closes a known reward hack (docs/design.md, S1-S20, T1-T3) or a way to reach outside the sandbox.
+The checks are a cheap first line with line numbers for the coder; the runtime checks (proof.py: launch
+counter, aten op census, identity snapshots) are the ground truth behind them.
 
-Names are resolved through the candidate's own imports (`import torch.nn.functional as F` makes
-`F.softmax` mean `torch.nn.functional.softmax`) and then looked up on the real, trusted modules,
-so "is this torch function compute or glue" is answered by what the object is, not by a list of
-spellings. Rules inside `@triton.jit` functions are relaxed where Triton has its own meaning
-(`x.sum()` on a Triton block is kernel code). The rule tables are static_rules.py's.
+Names are resolved through the candidate's own imports (`import torch.nn.functional as F` makes `F.softmax`
+mean `torch.nn.functional.softmax`) and then looked up on the real, trusted modules, so "is this torch
+function compute or glue" is answered by what the object is, not by a list of spellings. Rules inside
+`@triton.jit` functions are relaxed where Triton has its own meaning (`x.sum()` on a Triton block is kernel
+code). The rule tables are static_rules.py's.
 """
 
 from __future__ import annotations
 
 import ast
+import threading
 import types
-from dataclasses import dataclass, field
 
 import torch
 
 from mtmc.verify.policy import ALLOWED_IMPORTS, GLUE_TORCH_FUNCTIONS, NN_CONTAINERS, allowed_api
 from mtmc.verify.static_launch import LaunchRules
+from mtmc.verify.static_report import StaticReport, Violation
 from mtmc.verify.static_rules import (
     ALLOWED_TRITON,
     COMPUTE_METHODS,
@@ -34,35 +35,14 @@ from mtmc.verify.static_rules import (
     lookup,
 )
 
-
-@dataclass(frozen=True)
-class Violation:
-    line: int
-    rule: str  # short id: syntax, import, builtin, try, torch, triton, library, patch, class, ...
-    message: str
-
-    def __str__(self) -> str:
-        return f"line {self.line}: {self.message}"
-
-
-@dataclass
-class StaticReport:
-    violations: list[Violation] = field(default_factory=list)
-    uses_atomics: bool = False  # float atomics make bitwise determinism too strict (correctness.py)
-
-    @property
-    def ok(self) -> bool:
-        return not self.violations
-
-    @property
-    def syntax_error(self) -> bool:
-        return any(v.rule == "syntax" for v in self.violations)
+_PARSE_LOCK = threading.Lock()  # two verify_many threads parsing at once raised SystemError in CI
 
 
 def check_source(source: str, library_ops: tuple[str, ...] | list[str] = ()) -> StaticReport:
     """All rule violations in `source`, in line order. Never raises for a bad candidate."""
     try:
-        tree = ast.parse(source)
+        with _PARSE_LOCK:  # CPython 3.11's ast.parse is not thread-safe: python/cpython#106905
+            tree = ast.parse(source)
     except SyntaxError as err:
         return StaticReport([Violation(err.lineno or 0, "syntax", f"syntax error: {err.msg}")])
     checker = _Checker(tree, tuple(library_ops))
@@ -394,6 +374,5 @@ class _Checker(ast.NodeVisitor):
             self.uses_atomics = True
 
     def _library_hint(self) -> str:
-        allowed = sorted(self.library_ops)
-        return f"; this task allows only: {', '.join(allowed)}" if allowed else \
-            "; this task allows no vendor library calls"
+        names = ", ".join(sorted(self.library_ops))
+        return f"; this task allows only: {names}" if names else "; this task allows no vendor library calls"
