@@ -22,10 +22,9 @@ from typing import Any
 
 from mtmc.program import Program
 from mtmc.tasks import Task
-from mtmc.verify.engine import VERIFIER_VERSION, Engine, shared_gpu_flags
-from mtmc.verify.judging import Reference, reject, timing_problems, violations
+from mtmc.verify.engine import Engine
+from mtmc.verify.judging import Reference, reject, timing_problems
 from mtmc.verify.many import BatchError
-from mtmc.verify.static import check_source
 from mtmc.verify.verdict import Status, Verdict, VerifierError
 
 log = logging.getLogger(__name__)
@@ -36,7 +35,7 @@ BATCH_ISOLATION = "none (trusted batch)"
 def verify_batch(engine: Engine, task: Task, programs: list[Program]) -> list[Verdict]:
     """A verdict for each program, in order."""
     started = time.monotonic()
-    verdicts: list[Verdict | None] = [_static_verdict(engine, task, p) for p in programs]
+    verdicts: list[Verdict | None] = [engine.static_verdict(task, p)[1] for p in programs]
     todo = [i for i, v in enumerate(verdicts) if v is None]
     if todo:
         lap = time.monotonic()
@@ -106,16 +105,6 @@ def _batches(pairs: list[tuple[Task, Program]], chunk: int) -> list[tuple[Task, 
             for start in range(0, len(members), chunk)]
 
 
-def _static_verdict(engine: Engine, task: Task, program: Program) -> Verdict | None:
-    """The static checks' verdict, as engine._judge gives it, or None when they pass."""
-    report = check_source(program.source, task.library_ops)
-    if report.syntax_error:
-        return Verdict(Status.COMPILE_ERROR, violations(report))
-    if engine.settings.static_checks and not report.ok:
-        return Verdict(Status.REJECTED, "static checks failed:\n" + violations(report))
-    return None
-
-
 def _job(engine: Engine, task: Task, programs: list[Program], reference: Reference) -> dict[str, Any]:
     errors = [{"eager_errors": e.get("eager_errors"), "reference_errors": e.get("reference_errors")}
               for e in reference.expected]
@@ -128,8 +117,8 @@ def _job(engine: Engine, task: Task, programs: list[Program], reference: Referen
 
 def _verdict(engine: Engine, task: Task, reference: Reference, report: dict[str, Any],
              share: dict[str, float]) -> Verdict:
-    """The child's report on one program as a verdict; on a GPU with the timing rules, the baselines
-    and the roofline floor of engine._judge_gpu."""
+    """The child's report on one program as a verdict; on a GPU with the timing rules and
+    engine.judge_speed (baselines, roofline floor, excessive speedup), as engine._judge_gpu does."""
     verdict = Verdict(Status(report["status"]), report["message"], max_abs_error=report.get("max_abs_error"),
                       rel_error=report.get("rel_error"), flags=[*reference.flags, *report.get("flags", [])],
                       phases_s={**share, **{f"batch.{k}": v for k, v in report.get("phases_s", {}).items()}})
@@ -141,11 +130,7 @@ def _verdict(engine: Engine, task: Task, reference: Reference, report: dict[str,
     if problem:
         return reject(verdict, problem)
     verdict.candidate_ms, verdict.candidate_median_ms = mine["reported_ms"], mine["median_ms"]
-    baseline = engine.trusted.baseline(task, reference) if engine.settings.baselines else {}
-    verdict.eager_ms, verdict.compiled_ms = baseline.get("eager_ms"), baseline.get("compiled_ms")
-    verdict.baseline_flags = dict(baseline.get("backend_flags", {}))
-    verdict.flags += baseline.get("flags", [])
-    engine.judge_roofline(task, reference, verdict)
+    engine.judge_speed(task, reference, verdict)
     return verdict
 
 
@@ -153,8 +138,4 @@ def _finish(engine: Engine, verdict: Verdict, wall_s: float) -> None:
     if TRUSTED_BATCH_FLAG in verdict.flags or verdict.isolation:  # judged alone after a failed batch
         return
     verdict.flags.append(TRUSTED_BATCH_FLAG)
-    if engine.settings.shared_gpus:
-        verdict.flags += shared_gpu_flags(verdict, engine.settings.shared_gpus)
-    verdict.device, verdict.isolation = engine.device, BATCH_ISOLATION
-    verdict.verifier_version = VERIFIER_VERSION
-    verdict.wall_s = round(wall_s, 3)
+    engine.stamp(verdict, BATCH_ISOLATION, wall_s)

@@ -124,22 +124,32 @@ class Engine:
                 # GB-sized comparisons ran here: hand their cached blocks back before the next
                 # candidate's child needs the device memory.
                 torch.cuda.empty_cache()
-        verdict.device = self.device
-        verdict.isolation = self.isolation
-        if self.settings.shared_gpus:
-            verdict.flags += shared_gpu_flags(verdict, self.settings.shared_gpus)
-        verdict.verifier_version = VERIFIER_VERSION
-        verdict.wall_s = round(time.monotonic() - start, 3)
+        self.stamp(verdict, self.isolation, time.monotonic() - start)
         if self.cache is not None and cacheable(verdict):
             self.cache.put(key, verdict, task.name, program.digest)
         return verdict
 
-    def _judge(self, task: Task, program: Program) -> Verdict:
+    def stamp(self, verdict: Verdict, isolation: str, wall_s: float) -> None:
+        """What every verdict says of where and how it was judged (batch.py stamps its own too)."""
+        verdict.device, verdict.isolation = self.device, isolation
+        if self.settings.shared_gpus:
+            verdict.flags += shared_gpu_flags(verdict, self.settings.shared_gpus)
+        verdict.verifier_version = VERIFIER_VERSION
+        verdict.wall_s = round(wall_s, 3)
+
+    def static_verdict(self, task: Task, program: Program) -> tuple[StaticReport, Verdict | None]:
+        """The static checks' report, and the verdict they give on their own (None: they pass)."""
         report = check_source(program.source, task.library_ops)
         if report.syntax_error:
-            return Verdict(Status.COMPILE_ERROR, violations(report))
+            return report, Verdict(Status.COMPILE_ERROR, violations(report))
         if self.settings.static_checks and not report.ok:
-            return Verdict(Status.REJECTED, "static checks failed:\n" + violations(report))
+            return report, Verdict(Status.REJECTED, "static checks failed:\n" + violations(report))
+        return report, None
+
+    def _judge(self, task: Task, program: Program) -> Verdict:
+        report, refused = self.static_verdict(task, program)
+        if refused is not None:
+            return refused
         started = time.monotonic()
         reference = self.trusted.reference(task)
         phases = {"reference": round(time.monotonic() - started, 4)}
@@ -219,16 +229,21 @@ class Engine:
         if timing.get("side_streams"):
             verdict.flags.append(f"side_streams: kernels ran on {len(timing['side_streams'])} other CUDA "
                                  "stream(s); timed device-wide, host launch overhead included")
+        self.judge_speed(task, reference, verdict)
+
+    def judge_speed(self, task: Task, reference: Reference, verdict: Verdict) -> None:
+        """A timed verdict's baselines (made once per task), its roofline floor and the excessive
+        speedup flag (batch.py judges its verdicts' times here too)."""
         baseline = self.trusted.baseline(task, reference) if self.settings.baselines else {}
         verdict.eager_ms, verdict.compiled_ms = baseline.get("eager_ms"), baseline.get("compiled_ms")
         verdict.baseline_flags = dict(baseline.get("backend_flags", {}))
         verdict.flags += baseline.get("flags", [])
-        self.judge_roofline(task, reference, verdict)
+        self._judge_roofline(task, reference, verdict)
         speedup = verdict.speedup_eager
         if verdict.ok and speedup and speedup > self.settings.excess_speedup:
             verdict.flags.append(f"excessive_speedup: {speedup:.1f}x over eager; inspect it")
 
-    def judge_roofline(self, task: Task, reference: Reference, verdict: Verdict) -> None:
+    def _judge_roofline(self, task: Task, reference: Reference, verdict: Verdict) -> None:
         peaks = hardware.peaks_for(self.device, **self.settings.peaks)
         if peaks is None:
             verdict.flags.append(f"no_roofline: no peak numbers for {self.device}")
