@@ -180,16 +180,17 @@ def test_flat_loop_matches_pytorch_with_several_channel_blocks(nd, kernel, args,
     check(task, program, tmp_path)
 
 
-def test_port_takes_the_tap_loop_for_wide_groups_and_the_flat_loop_for_narrow_ones():
+def test_port_takes_the_tap_loop_for_wide_groups_fma_for_narrow_ones_and_flat_for_1x1():
     loops = {}
     pointwise = (2, 1, "stride=2", [{"B": 1, "C_IN": 24, "C_OUT": 5, "S": 7}])
     for nd, kernel, args, sizes in GEOMETRIES[:1] + WIDE[:2] + [pointwise]:
         (conv,) = kernels(coder.apply(geometry_task(nd, kernel, args, sizes), None, PORT))
         loops[sizes[0]["C_IN"]] = (conv.config["k_loop"], conv.config.get("channels_last", False),
                                    conv.config["BLOCK_K"])
-    # 3 channels: flat on the NC* input; 18 and 20 per group: taps on a channels-last copy, a
-    # channel block of 32 at most (BLOCK_K >= 16 for a dot); a 1x1 kernel (24 channels): flat
-    assert loops == {3: ("flat", False, 32), 18: ("taps", True, 32), 40: ("taps", True, 32),
+    # 3 channels: FMA outer products on the NC* input (emit/conv_fma.py); 18 and 20 per group: taps
+    # on a channels-last copy, a channel block of 32 at most (BLOCK_K >= 16 for a dot); a 1x1
+    # kernel (24 channels): flat
+    assert loops == {3: ("fma", False, 16), 18: ("taps", True, 32), 40: ("taps", True, 32),
                      24: ("flat", False, 32)}
 
 
@@ -269,7 +270,7 @@ import torch.nn as nn
 class Model(nn.Module):
     def __init__(self):
         super().__init__()
-        self.conv = nn.Conv2d(3, 4, 3)
+        self.conv = nn.Conv2d(16, 4, 3)  # 16 channels: a dot loop (3 would take FMAs, no precision)
         self.fc = nn.Linear(4 * 5 * 5, 6)
 
     def forward(self, x):
@@ -277,7 +278,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(2, 3, 7, 7)]
+    return [torch.randn(2, 16, 7, 7)]
 
 
 def get_init_inputs():
@@ -430,9 +431,9 @@ def get_init_inputs():
 def test_deep_tf32_programs_round_their_convs_and_shallow_ones_truncate(layers, tmp_path):
     """conv_lower.DEEP_TF32_CONVS: 8 TF32 convs in one program turn on tf32_round for all of them
     (truncation's error adds up through a deep network), fewer keep the faster truncation. These
-    have 8 channels: the flat loop on NC*, which would round in the kernel."""
+    have 12 channels: the flat loop on NC*, which would round in the kernel."""
     path = tmp_path / f"deep{layers}.py"
-    path.write_text(DEEP_SOURCE.format(layers=layers, channels=8))
+    path.write_text(DEEP_SOURCE.format(layers=layers, channels=12))
     task = load_task(path)
     program = coder.apply(task, None, PORT)
     convs = [k for k in kernels(program) if k.kind == "conv"]

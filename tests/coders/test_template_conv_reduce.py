@@ -195,8 +195,9 @@ def test_tile_steps_keep_every_channel_in_one_tile():
     block_n = kernels(program)[0].config["BLOCK_N"]
     tiles = [s for s in coder.legal_strategies(task, program) if s.kind == "tile"]
     assert tiles and all(dict(s.params)["BLOCK_N"] == block_n for s in tiles)
+    wider = {**dict(tiles[0].params), "BLOCK_N": 2 * block_n}
     with pytest.raises(CoderError, match="the launcher sets BLOCK_N"):
-        coder.apply(task, program, Strategy.make("tile", BLOCK_M=64, BLOCK_N=2 * block_n, BLOCK_K=32))
+        coder.apply(task, program, Strategy.make("tile", **wider))
 
 
 def test_library_step_hands_the_channel_reduction_to_a_reduce_kernel(tmp_path):

@@ -23,7 +23,7 @@ class Model(nn.Module):
         super().__init__()
         self.first = nn.Conv2d(3, 3, 3, padding=1)
         self.second = nn.Conv2d(3, 3, 3, padding=1)
-        self.third = nn.Conv2d(3, 5, 3)
+        self.third = nn.Conv2d(3, 5, 3, padding=1)  # padded too: an unpadded FMA conv drops its masks
 
     def forward(self, x):
         x = torch.relu(self.first(x))

@@ -11,6 +11,8 @@ is never built. Its K loop comes in two orders (config "k_loop"):
         and channel by div/mod, the padding tested per element. A dot needs BLOCK_K >= 16, so for
         few channels per group (an RGB input layer: 3) the taps form would pad each tap's block
         5x; the flat order packs several taps into one block instead.
+  fma   (tap, channel) pairs, one FMA outer product each, no dot: the port's loop for groups of at
+        most 8 input channels (emit/conv_fma.py).
 The `direct` form (depthwise: one input channel per output channel) accumulates input x weight
 products tap by tap with FMAs, over output channels of every group.
 
@@ -48,7 +50,7 @@ pixels: the K loop runs once per window position and only the pooled tile is sto
 
 from __future__ import annotations
 
-from coders.template.emit import channel_reduce, conv_pool
+from coders.template.emit import channel_reduce, conv_fma, conv_pool
 from coders.template.emit.common import Axis, FusionError, Writer, check_operands, ptr, tile_epilogue, var
 from coders.template.emit.conv_tuning import tuning_space  # noqa: F401 - the emitter's, re-exported
 from coders.template.emit.launch import Launcher, kernel_header, output_alloc, wrap_call
@@ -88,7 +90,7 @@ def precision(kernel: Kernel) -> str:
     return kernel.config.get("precision", "ieee")
 
 
-def _product(names: list[str]) -> str:
+def product(names: list[str]) -> str:
     """`a * b` as a term that can be multiplied or indexed safely."""
     return _grouped(" * ".join(names))
 
@@ -131,11 +133,11 @@ def _flat_offset(dims: list[str], prefix: str) -> str:
 
 
 def k_loop(kernel: Kernel) -> str:
-    """The gemm form's K order: "taps" (the default) or "flat" (see the module docstring)."""
+    """The gemm form's K order: "taps" (the default), "flat" or "fma" (see the module docstring)."""
     return kernel.config.get("k_loop", "taps")
 
 
-def _tap_offsets(w: Writer, kernel: Kernel, tap: str) -> list[str]:
+def tap_offsets(w: Writer, kernel: Kernel, tap: str) -> list[str]:
     """Decompose kernel tap index `tap` (row-major over the kernel extents) into per-dim input
     displacements `dk_<dim>` and `tap_off`, their offset within a channel plane."""
     dims = spatial(kernel)
@@ -183,8 +185,8 @@ def round_tf32_operands(w: Writer, kernel: Kernel) -> None:
             w(f"{t} = tl.where({t} == {t}, {t}_bits.to(tl.float32, bitcast=True), {t})")
 
 
-def _group_pointers(w: Writer, kernel: Kernel) -> None:
-    plane = _product([f"in_{s}" for s in spatial(kernel)])
+def group_pointers(w: Writer, kernel: Kernel) -> None:
+    plane = product([f"in_{s}" for s in spatial(kernel)])
     w("offs_k = tl.arange(0, BLOCK_K)")
     if channels_last(kernel):
         w("# each row's window start (its pixel's channel vector) at the group's first channel")
@@ -203,16 +205,16 @@ def _dot(w: Writer, kernel: Kernel) -> None:
 
 
 def _k_loop_taps(w: Writer, kernel: Kernel) -> None:
-    plane = _product([f"in_{s}" for s in spatial(kernel)])
-    _group_pointers(w, kernel)
+    plane = product([f"in_{s}" for s in spatial(kernel)])
+    group_pointers(w, kernel)
     w("c_blocks = tl.cdiv(CIG, BLOCK_K)")
     w("# taps outside, channel blocks inside, as one loop over the pairs: Triton pipelines an")
     w("# innermost loop only, so one loop keeps the next tap's loads in flight across the tap boundary")
-    w(f"for step in range(0, {_product([f'ks_{s}' for s in spatial(kernel)])} * c_blocks):")
+    w(f"for step in range(0, {product([f'ks_{s}' for s in spatial(kernel)])} * c_blocks):")
     w.indent()
     w("tap = step // c_blocks  # scalars: the tap's arithmetic is per program, not per element")
     w("c = (step % c_blocks) * BLOCK_K + offs_k")
-    dims = _tap_offsets(w, kernel, "tap")
+    dims = tap_offsets(w, kernel, "tap")
     w("# one padding mask per row: is the tap's input position inside the input")
     w("row_in = " + " & ".join(f"(i0_{s} + dk_{s} >= 0) & (i0_{s} + dk_{s} < in_{s})" for s in dims))
     w("c_in = c < CIG")
@@ -228,14 +230,14 @@ def _k_loop_taps(w: Writer, kernel: Kernel) -> None:
 
 
 def _k_loop_flat(w: Writer, kernel: Kernel) -> None:
-    plane = _product([f"in_{s}" for s in spatial(kernel)])
-    _group_pointers(w, kernel)
+    plane = product([f"in_{s}" for s in spatial(kernel)])
+    group_pointers(w, kernel)
     w("for k0 in range(0, K, BLOCK_K):")
     w.indent()
     w("k = k0 + offs_k  # the weight's row: tap * CIG + channel")
     w("k_in = k < K")
     w("chan = k % CIG")
-    dims = _tap_offsets(w, kernel, "k // CIG")
+    dims = tap_offsets(w, kernel, "k // CIG")
     w("# the im2col gather: zero where the window leaves the input (the padding)")
     w("a_mask = k_in[None, :]")
     for s in dims:
@@ -248,7 +250,7 @@ def _k_loop_flat(w: Writer, kernel: Kernel) -> None:
 
 
 def _k_loop_direct(w: Writer, kernel: Kernel) -> None:
-    plane = _product([f"in_{s}" for s in spatial(kernel)])
+    plane = product([f"in_{s}" for s in spatial(kernel)])
     w("# each column's output channel reads the input channel of its group (one: depthwise)")
     w("chan_o = offs_n % C_out")
     w(f"x_cols = (chan_o // COG) * {plane}")
@@ -256,7 +258,7 @@ def _k_loop_direct(w: Writer, kernel: Kernel) -> None:
     w("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)")
     w("for tap in range(0, K):")
     w.indent()
-    dims = _tap_offsets(w, kernel, "tap")
+    dims = tap_offsets(w, kernel, "tap")
     w("inside = " + " & ".join(f"(i0_{s} + dk_{s} >= 0) & (i0_{s} + dk_{s} < in_{s})" for s in dims))
     w("a = tl.load(x_rows[:, None] + (x_cols + tap_off)[None, :], mask=inside[:, None], other=0.0)")
     w("b = tl.load(w_ptr + tap * C_out + chan_o)  # the weight is [taps, 1, C_out]: a contiguous row")
@@ -323,7 +325,7 @@ def _conv_tile(w: Writer, kernel: Kernel) -> None:
 
 
 def _k_loop(w: Writer, kernel: Kernel) -> None:
-    forms = {"flat": _k_loop_flat, "taps": _k_loop_taps}
+    forms = {"flat": _k_loop_flat, "taps": _k_loop_taps, "fma": conv_fma.k_loop}
     (forms[k_loop(kernel)] if is_gemm(kernel) else _k_loop_direct)(w, kernel)
 
 

@@ -11,7 +11,8 @@ the finished fp32 tile, as in emit/matmul/.
 
 One program computes BLOCK_M output pixels x BLOCK_N output channels of one group. The K loop is
 two loops: taps outside (the input position and its mask are computed once per tap for the tile's
-rows), input channels of the group inside in BLOCK_K chunks, one tl.dot each. Under stride > 1 only
+rows), input channels of the group inside in BLOCK_K chunks, one tl.dot each (with few input channels
+per group, config k_loop="fma": one FMA outer product per channel, emit/conv_fma.py). Under stride > 1 only
 about 1 / stride^D of the (pixel, tap) pairs are whole: the default stride-phase form (`phases`) gives each
 program the pixels of one phase o = r + stride * q, for which a tap is live or dead as a whole, and
 skips the dead taps; the plain form (config phases=False: pixels in order, spatial fastest, so
@@ -37,7 +38,7 @@ the forward conv's does: the launcher makes BLOCK_N hold every channel (emit/cha
 
 from __future__ import annotations
 
-from coders.template.emit import channel_reduce, conv
+from coders.template.emit import channel_reduce, conv, conv_fma
 from coders.template.emit.common import Axis, Writer, check_operands, ptr, tile_epilogue, var
 from coders.template.emit.launch import Launcher, autotune_configs, kernel_header, output_alloc, wrap_call
 from coders.template.ir import Kernel
@@ -220,6 +221,9 @@ def _channel_loop(w: Writer, kernel: Kernel, d: int) -> None:
     for j in range(1, d):
         pixel = f"({pixel}) * in{j} + i{j}" if j > 1 else f"{pixel} * in{j} + i{j}"
     w(f"a_rows = x_rows + ({pixel}) * C_in" if channels_last(kernel) else f"a_rows = x_rows + {pixel}")
+    if conv_fma.uses_fma(kernel):  # few input channels: outer products, not dots (emit/conv_fma.py)
+        conv_fma.channel_loop(w, ptr(x), ptr(wt), "1" if channels_last(kernel) else "S_in")
+        return
     w("for c0 in range(0, cin_g, BLOCK_K):")
     w.indent()
     w("ci = c0 + offs_k")
@@ -311,7 +315,9 @@ def _layouts(w: Writer, kernel: Kernel, x: str, wt: str, d: int) -> None:
 def tuning_space(kernel: Kernel) -> list[dict]:
     cfg = kernel.config
     keys = ["BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages"]
-    if kernel.space.get("dtype") in ("float16", "bfloat16"):
+    if conv_fma.uses_fma(kernel):
+        keys, candidates = conv_fma.tuning_candidates(kernel)
+    elif kernel.space.get("dtype") in ("float16", "bfloat16"):
         candidates = ((128, 128, 64, 8, 3), (128, 64, 64, 4, 3), (64, 128, 64, 4, 3), (64, 64, 64, 4, 3),
                       (128, 64, 32, 4, 4), (64, 32, 32, 4, 3))
     else:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from coders.template.emit import channel_reduce
+from coders.template.emit import channel_reduce, conv_fma
 from coders.template.emit.launch import autotune_configs
 from coders.template.ir import Kernel
 
 
 def tuning_space(kernel: Kernel) -> list[dict]:
     cfg = kernel.config
-    if kernel.space["form"] == "gemm":
+    if conv_fma.uses_fma(kernel):
+        keys, candidates = conv_fma.tuning_candidates(kernel)
+    elif kernel.space["form"] == "gemm":
         keys = ["BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages"]
         if kernel.space.get("dtype") in ("float16", "bfloat16"):
             candidates = ((128, 128, 64, 8, 3), (128, 64, 64, 4, 3), (64, 128, 64, 4, 3), (64, 64, 64, 4, 3),

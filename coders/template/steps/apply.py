@@ -141,7 +141,7 @@ def _configure_tile(kernel: Kernel, strategy: Strategy, args: dict[str, Any]) ->
 def _tile_keys(kernel: Kernel) -> list[str]:
     if kernel.kind in fuse.GEMM_KINDS and uses_dot(kernel):
         return ["BLOCK_M", "BLOCK_N", "BLOCK_K"]
-    if kernel.kind == "conv":
+    if kernel.kind in ("conv", "conv_transpose"):  # FMA loops: the direct form, emit/conv_fma.py
         return ["BLOCK_M", "BLOCK_N"]
     if kernel.kind == "attention" or is_column(kernel):
         return ["BLOCK_M", "BLOCK_N"]

@@ -8,6 +8,7 @@ import math
 
 from coders.template import conv_transpose_lower, fuse, recurrent
 from coders.template.conv_lower import conv_flops, conv_gemm
+from coders.template.emit import conv_fma
 from coders.template.emit import scan as scan_emit
 from coders.template.emit.reduce import Layout
 from coders.template.ir import SPACE_VALUES, Kernel, ProgramIR
@@ -118,8 +119,11 @@ def dominant(ir: ProgramIR) -> Kernel:
 
 
 def uses_dot(kernel: Kernel) -> bool:
-    """The kernel's inner loop is a tl.dot: a depthwise conv's direct form does per-tap FMAs."""
-    return kernel.kind in DOT_KINDS and not (kernel.kind == "conv" and kernel.space["form"] == "direct")
+    """The kernel's inner loop is a tl.dot: a depthwise conv's direct form and the FMA loop of a conv
+    with few input channels (emit/conv_fma.py) do FMAs."""
+    if kernel.kind == "conv" and kernel.space["form"] == "direct":
+        return False
+    return kernel.kind in DOT_KINDS and not conv_fma.uses_fma(kernel)
 
 
 def is_column(kernel: Kernel) -> bool:

@@ -8,6 +8,7 @@ from typing import Any
 
 from coders.template import fuse
 from coders.template.conv_lower import library_ops, to_library
+from coders.template.emit import conv_fma
 from coders.template.emit import pool as pool_emit
 from coders.template.emit import reduce as reduce_emit
 from coders.template.emit import scan as scan_emit
@@ -164,6 +165,8 @@ def _matmul_knobs(ir: ProgramIR, kernel: Kernel, cfg: dict[str, Any], tuned: boo
 def _conv_transpose_knobs(ir: ProgramIR, kernel: Kernel, cfg: dict[str, Any], tuned: bool) -> list[Strategy]:
     if tuned:
         return []
+    if conv_fma.uses_fma(kernel):
+        return _fma_tiles(kernel) + [Strategy.make("num_warps", w) for w in (4, 8)]
     tiles = _conv_transpose_tiles(cfg)
     if reduces_channels(kernel):  # BLOCK_N holds every channel (emit/channel_reduce.py)
         tiles = [s for s in tiles if dict(s.params)["BLOCK_N"] == cfg["BLOCK_N"]]
@@ -198,6 +201,14 @@ _KIND_KNOBS: dict[str, Knobs] = {
 }
 
 
+def _fma_tiles(kernel: Kernel) -> list[Strategy]:
+    """Neighbouring tiles of an FMA loop (the direct form, emit/conv_fma.py): no BLOCK_K, no dot."""
+    bm, bn = kernel.config["BLOCK_M"], kernel.config["BLOCK_N"]
+    return [Strategy.make("tile", BLOCK_M=m, BLOCK_N=n)
+            for m, n in ((bm * 2, bn), (bm // 2, bn), (bm, bn * 2), (bm, bn // 2))
+            if 16 <= m <= 256 and 16 <= n <= 128 and (n == bn or not reduces_channels(kernel))]
+
+
 def _conv_knobs(kernel: Kernel) -> list[Strategy]:
     """Neighbouring tiles (a dot needs blocks of at least 16), warps and stages; autotune holds the
     wider search. A short menu: each step is verified on the interpreter, where a conv program
@@ -206,7 +217,7 @@ def _conv_knobs(kernel: Kernel) -> list[Strategy]:
     make = Strategy.make
     bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
     menu: list[Strategy] = []
-    if kernel.space["form"] == "gemm":
+    if kernel.space["form"] == "gemm" and not conv_fma.uses_fma(kernel):
         bk = cfg["BLOCK_K"]
         tiles = [(bm * 2, bn, bk), (bm // 2, bn, bk), (bm, bn * 2, bk), (bm, bn, 64 if bk == 32 else 32)]
         if reduces_channels(kernel):  # BLOCK_N holds every channel (emit/channel_reduce.py)
@@ -215,12 +226,12 @@ def _conv_knobs(kernel: Kernel) -> list[Strategy]:
             if 16 <= m <= 256 and 16 <= n <= 256 and k in (16, 32, 64) and m * n <= 128 * 256:
                 menu.append(make("tile", BLOCK_M=m, BLOCK_N=n, BLOCK_K=k))
     else:
-        for m, n in ((bm * 2, bn), (bm // 2, bn), (bm, bn * 2), (bm, bn // 2)):
-            if 16 <= m <= 256 and 16 <= n <= 128:
-                menu.append(make("tile", BLOCK_M=m, BLOCK_N=n))
+        menu += _fma_tiles(kernel)
     menu += [make("num_warps", w) for w in (4, 8)]
     menu += [make("num_stages", s) for s in (2, 3, 4)]
     return menu
+
+
 def _conv_transpose_tiles(cfg: dict[str, Any]) -> list[Strategy]:
     """Neighbours of the current tile (each block halved or doubled) and a few common presets."""
     bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]

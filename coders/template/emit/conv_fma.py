@@ -1,0 +1,89 @@
+"""The FMA K loop of convolutions with few input channels per group (config "k_loop": "fma").
+
+A conv whose groups have few input channels (an RGB input layer: 3; KernelBench level 2's 3-D convs:
+3 or 8) is a GEMM with a short, ragged K (C_in/groups x taps: 81 for 3 x 3x3x3) and often a narrow N
+(16-64 output channels). A tensor-core dot needs K blocks of 16: the flat loop packs taps into them,
+and pays a div/mod decomposition and a padding test per element of the im2col tile, which the dot
+then uses only N times. Here the loop runs over (tap, channel) pairs instead:
+
+    for each tap: the rows' input offsets (and their padding mask, only where the conv pads)
+        for each input channel c of the group:
+            a = x[rows' pixels through the tap, c]      a [BLOCK_M] vector: consecutive output pixels
+            b = w[columns, tap, c]                      a [BLOCK_N] vector
+            acc += a[:, None] * b[None, :]              an outer product, BLOCK_M x BLOCK_N FMAs
+
+so each loaded input value feeds BLOCK_N FMAs with no per-element index arithmetic. An unpadded conv
+needs no mask at all: a valid window of an output pixel lies inside the input, and rows past the
+last pixel wrap to a valid one (the store masks them). The products are fp32 FMAs, as exact as
+eager's fp32 cuDNN convolution (cuDNN runs 3-D convs in fp32 even with TF32 allowed), so this form
+has no precision step. It reads the input as NC* (a channel's plane is contiguous along the rows)
+and the weight in the gemm form's [C_out, taps, C_in/groups] layout (w_rows: one row per column).
+"""
+
+from __future__ import annotations
+
+from coders.template.emit import conv
+from coders.template.emit.common import Writer
+from coders.template.ir import Kernel
+
+# the port takes this form for groups of at most this many input channels and more than one tap
+MAX_CHANNELS = 8
+# autotune's tiles (BLOCK_M, BLOCK_N, num_warps, num_stages): FMAs want many per thread and enough
+# programs; BLOCK_K is a parameter of the kernels the loop does not use
+TILES = ((128, 32, 4, 2), (256, 32, 8, 2), (128, 64, 4, 2), (256, 16, 4, 2), (64, 64, 4, 2), (32, 64, 4, 2),
+         (256, 64, 8, 2), (64, 128, 8, 2))
+
+
+def uses_fma(kernel: Kernel) -> bool:
+    return kernel.kind in ("conv", "conv_transpose") and kernel.config.get("k_loop") == "fma"
+
+
+def tuning_candidates(kernel: Kernel) -> tuple[list[str], list[tuple]]:
+    """Autotune's keys and candidates for an FMA loop (BLOCK_K stays the config's)."""
+    bk = kernel.config["BLOCK_K"]
+    keys = ["BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages"]
+    return keys, [(m, n, bk, warps, stages) for m, n, warps, stages in TILES]
+
+
+def suits(in_per_group: int, taps: int) -> bool:
+    """Whether the port should take the FMA loop (module docstring)."""
+    return in_per_group <= MAX_CHANNELS and taps > 1
+
+
+def unpadded(kernel: Kernel) -> bool:
+    padding = kernel.space["padding"]
+    return padding != "same" and not any(padding)
+
+
+def k_loop(w: Writer, kernel: Kernel) -> None:
+    """The forward conv's K loop (emit/conv.py's gemm form: x_rows, w_rows and acc as it sets them)."""
+    dims = conv.spatial(kernel)
+    plane = conv.product([f"in_{s}" for s in dims])
+    conv.group_pointers(w, kernel)
+    w(f"for tap in range(0, {conv.product([f'ks_{s}' for s in dims])}):")
+    w.indent()
+    conv.tap_offsets(w, kernel, "tap")
+    w("x_tap = x_rows + tap_off")
+    mask = ""
+    if not unpadded(kernel):
+        w("# one padding mask per row and tap: is the tap's input position inside the input")
+        w("row_in = " + " & ".join(f"(i0_{s} + dk_{s} >= 0) & (i0_{s} + dk_{s} < in_{s})" for s in dims))
+        mask = ", mask=row_in, other=0.0"
+    w("for c in range(0, CIG):")
+    w.indent()
+    w(f"a = tl.load(x_tap + c * {plane}{mask}).to(tl.float32)")
+    w("b = tl.load(w_rows + (tap * CIG + c)).to(tl.float32)  # the weight is [C_out, taps, CIG]")
+    w("acc += a[:, None] * b[None, :]")
+    w.dedent()
+    w.dedent()
+
+
+def channel_loop(w: Writer, x_ptr: str, w_ptr: str, channel_stride: str) -> None:
+    """The transposed conv's inner loop over the group's input channels (emit/conv_transpose.py's
+    a_rows, hit, w_cols, n_in and tap as it sets them): FMA outer products instead of dots."""
+    w("for ci in range(0, cin_g):")
+    w.indent()
+    w(f"a = tl.load({x_ptr} + a_rows + ci * {channel_stride}, mask=hit, other=0.0).to(tl.float32)")
+    w(f"b = tl.load({w_ptr} + w_cols + (tap * cin_g + ci), mask=n_in, other=0.0).to(tl.float32)")
+    w("acc += a[:, None] * b[None, :]")
+    w.dedent()
