@@ -1,7 +1,8 @@
 """KernelBench's own eval harness on our bench's programs: a second opinion (issue 25, Show 6).
 
     PYTHONPATH=<KernelBench>/src:$PYTHONPATH python benchmarks/kb_eval.py --tasks-dir .kb/l1 \
-        --bench <bench folder> [<bench folder> ...] --out $OUT/kb_eval.json [--time-limit 500]
+        --bench <bench folder> [<bench folder> ...] --out $OUT/kb_eval.json [--time-limit 500] \
+        [--stub-llm-clients]
 
 For every task of the bench folders with a program (`<task>/kernel.py`), it runs KernelBench's
 `eval_kernel_against_ref` (fetched from ScalingIntelligence/KernelBench and put on PYTHONPATH: never
@@ -32,6 +33,20 @@ def our_row(task_dir: Path) -> dict[str, Any]:
     return {k: bench.get(k) for k in ("correct", "candidate_ms", "eager_ms", "compiled_ms", "status")}
 
 
+def stub_llm_clients() -> None:
+    """KernelBench's utils module imports its LLM clients (dotenv, openai, litellm) at module level; its
+    eval needs none of them, and the GPU machine has none. Empty modules stand in where one is missing."""
+    import importlib.util
+    import sys
+    import types
+
+    for name in ("dotenv", "openai", "litellm"):
+        if importlib.util.find_spec(name) is None:
+            module = types.ModuleType(name)
+            module.load_dotenv = module.OpenAI = module.completion = lambda *a, **k: None
+            sys.modules[name] = module
+
+
 def kb_row(task_file: Path, program: Path, trials: int, perf_trials: int) -> dict[str, Any]:
     from kernelbench.eval import eval_kernel_against_ref  # KernelBench's src/ on PYTHONPATH
 
@@ -56,7 +71,10 @@ def main() -> None:
     p.add_argument("--trials", type=int, default=5)
     p.add_argument("--perf-trials", type=int, default=100)
     p.add_argument("--time-limit", type=float, default=500)
+    p.add_argument("--stub-llm-clients", action="store_true", help="see stub_llm_clients")
     args = p.parse_args()
+    if args.stub_llm_clients:
+        stub_llm_clients()
     start, rows = time.time(), []
     for folder in map(Path, args.bench):
         for task_dir in sorted(d for d in folder.iterdir() if (d / "kernel.py").exists()):

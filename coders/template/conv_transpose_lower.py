@@ -122,7 +122,7 @@ def lower_conv_transpose(graph, ir: ProgramIR, node, body) -> Kernel:
     # few output channels per group: more pixels per program keep the tile's area (a guess, not yet
     # measured; the tile and autotune steps choose from here)
     config["BLOCK_M"] = min(256, max(config["BLOCK_M"], area // config["BLOCK_N"]))
-    if conv_fma.suits(w_shape[0] // groups, _prod(w_shape[2:])):
+    if conv_fma.suits(w_shape[0] // groups, w_shape[1], _prod(w_shape[2:])):
         # few input channels per group: FMA outer products in fp32, read from NC* (emit/conv_fma.py)
         config.update(FMA_CONFIG, BLOCK_N=min(64, pow2_at_least_16(w_shape[1])))
     elif dtype == "float32":

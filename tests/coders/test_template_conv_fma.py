@@ -59,6 +59,15 @@ def test_port_takes_the_fma_loop_for_few_channels_and_its_menu_has_no_dot_steps(
     check(task, coder.apply(task, program, tiles[0]), tmp_path, "tile")
 
 
+def test_port_keeps_dots_where_groups_have_many_output_channels():
+    """64 output channels: each loaded input value feeds as many tensor-core products, and the flat
+    loop's TF32 dots caught up with the FMAs on an H100 (conv_fma.MAX_OUT)."""
+    narrow = geometry_task(3, 3, "padding=0", [{"B": 2, "C_IN": 3, "C_OUT": 32, "S": 9}])
+    wide = geometry_task(3, 3, "padding=0", [{"B": 2, "C_IN": 3, "C_OUT": 33, "S": 9}])
+    assert kernels(coder.apply(narrow, None, PORT))[0].config["k_loop"] == "fma"
+    assert kernels(coder.apply(wide, None, PORT))[0].config["k_loop"] == "flat"
+
+
 def test_fused_epilogue_runs_on_the_fma_tile(tmp_path):
     source = geometry_task(3, 3, "padding=1", [{"B": 2, "C_IN": 3, "C_OUT": 5, "S": 9}]).source
     source = source.replace("return self.conv(x)", "return torch.sigmoid(self.conv(x) * 0.5) + x.mean()")

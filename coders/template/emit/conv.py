@@ -12,7 +12,7 @@ is never built. Its K loop comes in two orders (config "k_loop"):
         few channels per group (an RGB input layer: 3) the taps form would pad each tap's block
         5x; the flat order packs several taps into one block instead.
   fma   (tap, channel) pairs, one FMA outer product each, no dot: the port's loop for groups of at
-        most 8 input channels (emit/conv_fma.py).
+        most 8 input and 32 output channels (emit/conv_fma.py).
 The `direct` form (depthwise: one input channel per output channel) accumulates input x weight
 products tap by tap with FMAs, over output channels of every group.
 

@@ -1,10 +1,10 @@
-"""The FMA K loop of convolutions with few input channels per group (config "k_loop": "fma").
+"""The FMA K loop of convolutions with few channels per group (config "k_loop": "fma").
 
 A conv whose groups have few input channels (an RGB input layer: 3; KernelBench level 2's 3-D convs:
-3 or 8) is a GEMM with a short, ragged K (C_in/groups x taps: 81 for 3 x 3x3x3) and often a narrow N
-(16-64 output channels). A tensor-core dot needs K blocks of 16: the flat loop packs taps into them,
-and pays a div/mod decomposition and a padding test per element of the im2col tile, which the dot
-then uses only N times. Here the loop runs over (tap, channel) pairs instead:
+3 or 8) and few output channels is a GEMM with a short, ragged K (C_in/groups x taps: 81 for
+3 x 3x3x3) and a narrow N (16-32 output channels). A tensor-core dot needs K blocks of 16: the
+flat loop packs taps into them, and pays a div/mod decomposition and a padding test per element
+of the im2col tile, which the dot then uses only N times. Here the loop walks (tap, channel) pairs:
 
     for each tap: the rows' input offsets (and their padding mask, only where the conv pads)
         for each input channel c of the group:
@@ -26,8 +26,12 @@ from coders.template.emit import conv
 from coders.template.emit.common import Writer
 from coders.template.ir import Kernel
 
-# the port takes this form for groups of at most this many input channels and more than one tap
-MAX_CHANNELS = 8
+# The port takes this form for groups of at most MAX_IN input and MAX_OUT output channels and more
+# than one tap. On an H100 (KernelBench level 2's conv3d / conv_transpose3d with 3 or 8 input channels,
+# benchmarks/probes/2026-11-26-conv/h100-fma-*.json) it ran 1.5-3.7x the flat loop's TF32 dots with
+# 16-32 output channels; with 64 the dots caught up (90_Conv3d 10.5 vs 10.1 ms, level-1 3-D convs
+# 3->64 at 0.85-1.17x of flat), since each loaded input value then feeds as many tensor-core products.
+MAX_IN, MAX_OUT = 8, 32
 # autotune's tiles (BLOCK_M, BLOCK_N, num_warps, num_stages): FMAs want many per thread and enough
 # programs; BLOCK_K is a parameter of the kernels the loop does not use
 TILES = ((128, 32, 4, 2), (256, 32, 8, 2), (128, 64, 4, 2), (256, 16, 4, 2), (64, 64, 4, 2), (32, 64, 4, 2),
@@ -45,9 +49,9 @@ def tuning_candidates(kernel: Kernel) -> tuple[list[str], list[tuple]]:
     return keys, [(m, n, bk, warps, stages) for m, n, warps, stages in TILES]
 
 
-def suits(in_per_group: int, taps: int) -> bool:
-    """Whether the port should take the FMA loop (module docstring)."""
-    return in_per_group <= MAX_CHANNELS and taps > 1
+def suits(in_per_group: int, out_per_group: int, taps: int) -> bool:
+    """Whether the port should take the FMA loop (MAX_IN, MAX_OUT)."""
+    return in_per_group <= MAX_IN and out_per_group <= MAX_OUT and taps > 1
 
 
 def unpadded(kernel: Kernel) -> bool:
