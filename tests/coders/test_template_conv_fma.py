@@ -60,12 +60,14 @@ def test_port_takes_the_fma_loop_for_few_channels_and_its_menu_has_no_dot_steps(
 
 
 def test_port_keeps_dots_where_groups_have_many_output_channels():
-    """64 output channels: each loaded input value feeds as many tensor-core products, and the flat
-    loop's TF32 dots caught up with the FMAs on an H100 (conv_fma.MAX_OUT)."""
-    narrow = geometry_task(3, 3, "padding=0", [{"B": 2, "C_IN": 3, "C_OUT": 32, "S": 9}])
-    wide = geometry_task(3, 3, "padding=0", [{"B": 2, "C_IN": 3, "C_OUT": 33, "S": 9}])
-    assert kernels(coder.apply(narrow, None, PORT))[0].config["k_loop"] == "fma"
-    assert kernels(coder.apply(wide, None, PORT))[0].config["k_loop"] == "flat"
+    """Past 64 output channels each loaded input value feeds enough tensor-core products for the
+    flat loop's TF32 dots to win on an H100 (conv_fma.MAX_OUT); the FMA tile follows the channels."""
+    configs = {}
+    for c_out in (16, 64, 65):
+        task = geometry_task(3, 3, "padding=0", [{"B": 2, "C_IN": 3, "C_OUT": c_out, "S": 9}])
+        conv = kernels(coder.apply(task, None, PORT))[0].config
+        configs[c_out] = (conv["k_loop"], conv["BLOCK_M"], conv["BLOCK_N"])
+    assert configs == {16: ("fma", 256, 16), 64: ("fma", 128, 64), 65: ("flat", 64, 64)}
 
 
 def test_fused_epilogue_runs_on_the_fma_tile(tmp_path):

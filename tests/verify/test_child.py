@@ -221,7 +221,8 @@ def test_a_noise_output_gets_the_floor_and_a_correct_candidate_passes_with_the_f
     pass too; garbage larger than the noise still fails."""
     task, cases, result = _reference_of(NOISE_SOURCE, tmp_path)
     for case, expected in zip(cases, result["expected"], strict=True):
-        assert expected["reference_errors"] == [1.0]  # the reference is as far from the truth as from 0
+        # the reference is as far from the truth as from 0 (to rounding: the CPU's kernels vary by ISA)
+        assert expected["reference_errors"] == [pytest.approx(1.0, rel=1e-6)]
         model = task.make_model(case["model_seed"], case["sizes"])
         [x] = task.make_inputs(case["input_seed"], case["sizes"])
         with torch.no_grad():

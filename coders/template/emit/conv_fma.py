@@ -23,15 +23,16 @@ and the weight in the gemm form's [C_out, taps, C_in/groups] layout (w_rows: one
 from __future__ import annotations
 
 from coders.template.emit import conv
-from coders.template.emit.common import Writer
+from coders.template.emit.common import Writer, pow2_at_least_16
 from coders.template.ir import Kernel
 
 # The port takes this form for groups of at most MAX_IN input and MAX_OUT output channels and more
-# than one tap. On an H100 (KernelBench level 2's conv3d / conv_transpose3d with 3 or 8 input channels,
-# benchmarks/probes/2026-11-26-conv/h100-fma-*.json) it ran 1.5-3.7x the flat loop's TF32 dots with
-# 16-32 output channels; with 64 the dots caught up (90_Conv3d 10.5 vs 10.1 ms, level-1 3-D convs
-# 3->64 at 0.85-1.17x of flat), since each loaded input value then feeds as many tensor-core products.
-MAX_IN, MAX_OUT = 8, 32
+# than one tap. On an H100 (KernelBench's small-channel convs, benchmarks/probes/2026-11-26-conv/
+# h100-fma-*.json) it ran 1.5-3.7x the flat loop's TF32 dots with 16-32 output channels (level 2's
+# 3-D convs and transposed convs) and 1.1-1.7x with 64 (level 2's ten 2-D convs 8 -> 64, level 1's
+# 3-D convs 54 and 59); with 64 the dots won on three 3-D convs (90_Conv3d 4%, level-1 60 and 66
+# 15-17%), and with 96 (level-1 50, 11x11) by 1.3x.
+MAX_IN, MAX_OUT = 8, 64
 # autotune's tiles (BLOCK_M, BLOCK_N, num_warps, num_stages): FMAs want many per thread and enough
 # programs; BLOCK_K is a parameter of the kernels the loop does not use
 TILES = ((128, 32, 4, 2), (256, 32, 8, 2), (128, 64, 4, 2), (256, 16, 4, 2), (64, 64, 4, 2), (32, 64, 4, 2),
@@ -47,6 +48,14 @@ def tuning_candidates(kernel: Kernel) -> tuple[list[str], list[tuple]]:
     bk = kernel.config["BLOCK_K"]
     keys = ["BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages"]
     return keys, [(m, n, bk, warps, stages) for m, n, warps, stages in TILES]
+
+
+def port_config(base: dict, out_per_group: int) -> dict:
+    """The port's tile: BLOCK_N covers the group's output channels, and 4 warps hold 32-64 accumulators
+    a thread. On an H100, 256 rows beat 128 by 1.15-1.6x with 16 output channels and 128 rows beat 256
+    by 1.1-1.6x with 64; 8 warps or 64 rows ran 1.3-4x slower (h100-fma-*.json)."""
+    block_n = pow2_at_least_16(out_per_group)
+    return dict(base, BLOCK_N=block_n, BLOCK_M=256 if block_n <= 32 else 128, num_warps=4)
 
 
 def suits(in_per_group: int, out_per_group: int, taps: int) -> bool:
