@@ -80,12 +80,17 @@ def _positions(w: Writer, regions: Regions, vector: bool) -> None:
     w(f"plane_bands = tl.cdiv({n_rows}, BAND)")
     w("plane_first = (pid // plane_strips) % plane_bands * BAND")
     w(f"plane_end = tl.minimum(plane_first + BAND, {n_rows})")
-    w(f"oi{last} = (pid % plane_strips) * BLOCK_N + tl.arange(0, BLOCK_N)")
+    w("plane_c0 = (pid % plane_strips) * BLOCK_N")
+    w(f"oi{last} = plane_c0 + tl.arange(0, BLOCK_N)")
     w("# in-plane positions stay 32-bit unless a plane passes 2**30 elements")
     w("if WIDE_PLANE:")
     w(f"    oi{last} = oi{last}.to(tl.int64)")
     w(f"mask = oi{last} < OUT{last}")
     w(f"lo{last} = oi{last} * ST{last} - PD{last}")
+    dl = (lambda j: f" * DL{j}") if regions.kind == "max" else (lambda j: "")
+    w("# a whole strip whose windows lie inside the input rows: its taps need no masks")
+    w(f"plane_inner = (plane_c0 * ST{last} - PD{last} >= 0) & (plane_c0 + BLOCK_N <= OUT{last}) & "
+      f"((plane_c0 + BLOCK_N - 1) * ST{last} - PD{last} + (KS{last} - 1){dl(last)} < IN{last})")
     w(f"plane_in = {' * '.join(f'IN{j}' for j in range(nd))}")
     w("plane_zero = tl.zeros([BLOCK_N], tl.int32)  # gives a plane's one number the strip's shape")
     if vector:
@@ -102,6 +107,8 @@ def _positions(w: Writer, regions: Regions, vector: bool) -> None:
         w("if WIDE_PLANE:")
         w("    oi0 = oi0.to(tl.int64)")
         w("lo0 = oi0 * ST0 - PD0")
+        dl0 = " * DL0" if regions.kind == "max" else ""
+        w(f"plane_inner = plane_inner & (lo0 >= 0) & (lo0 + (KS0 - 1){dl0} < IN0)")
     _wide_outer(w)
     w(f"plane_out = {' * '.join(f'OUT{j}' for j in range(nd))}")
 
@@ -114,10 +121,12 @@ def _loader(regions: Regions, region: list):
     def load(op, operand) -> str:
         if operand.scalar:
             return f"{var(operand.value)} * 1.0" if not operand.integer else var(operand.value)
-        where = regions.address(operand.dims, "out" if region[0] == "hoist" else region[0])
+        where = regions.address(operand.dims, {"hoist": "out", "inner": "win"}.get(region[0], region[0]))
         pointer = ptr(operand.value) if where == "0" else f"{ptr(operand.value)} + {where}"
         if region[0] == "hoist":
             text = f"tl.load({pointer})"
+        elif region[0] == "inner":  # a tap of a strip inside the input: no mask
+            text = f"tl.load({pointer}{'' if operand.dims == full else ' + win_zero'})"
         else:
             # the plane's base first: `ptr + outer * plane_in + win_pos` adds 32-bit offsets to it
             zero = "" if operand.dims == full else (" + win_zero" if region[0] == "win" else " + plane_zero")
@@ -144,7 +153,26 @@ def _fixed_taps(kernel: Kernel, dims: list[int]) -> int | None:
 
 def _row_result(w: Writer, kernel: Kernel, regions: Regions, body: BodyEmitter, region: list) -> None:
     """`win_row`: the max or sum over the window's last-dim (and depth) taps of input row wi{nd-2}
-    (of the outer row in 1-D), at each column of the strip."""
+    (of the outer row in 1-D), at each column of the strip. Where the strip and the row lie inside
+    the input (every program but the borders' on 41-46), the taps are plain loads: no masks to
+    compute (an H100 issues about as many instructions as a stride-1 window's masked taps take)."""
+    if is_vector(kernel):  # a vector step's taps past the window are masked anyway
+        _row_taps(w, kernel, regions, body, region, inner=False)
+        return
+    r = regions.nd - 2
+    w("if plane_inner" + (f" & (wi{r} >= 0) & (wi{r} < IN{r}):" if regions.nd > 1 else ":"))
+    w.indent()
+    _row_taps(w, kernel, regions, body, region, inner=True)
+    w.dedent()
+    w("else:")
+    w.indent()
+    _row_taps(w, kernel, regions, body, region, inner=False)
+    w.dedent()
+
+
+def _row_taps(w: Writer, kernel: Kernel, regions: Regions, body: BodyEmitter, region: list,
+              inner: bool) -> None:
+    """_row_result's loops over the taps, masked at the borders unless `inner`."""
     nd, last, max_pool, vector = regions.nd, regions.nd - 1, regions.kind == "max", is_vector(kernel)
     w("win_row = tl.full([BLOCK_N], float(\"-inf\"), tl.float32)" if max_pool else
       "win_row = tl.zeros([BLOCK_N], dtype=tl.float32)")
@@ -170,26 +198,27 @@ def _row_result(w: Writer, kernel: Kernel, regions: Regions, body: BodyEmitter, 
         # the row (and depth) test is one number: `scalar & block` gives int32 data on the
         # interpreter (Triton 3.9), which a load's mask refuses; a select instead
         valid = f"tl.where({' & '.join(rows_ok)}, {valid}, False)"
-    w(f"win_valid = {valid}")
+    if not inner:
+        w(f"win_valid = {valid}")
     pos = {1: "wi0", 2: "wi0 * IN1 + wi1", 3: "(wi0 * IN1 + wi1) * IN2 + wi2"}[nd]
     w(f"win_pos = {pos}")
-    region[0] = "win"
+    region[0] = "inner" if inner else "win"
     for op in regions.per_tap:
         w(body.statement(op))
-    _fold_row(w, max_pool, vector, body.arg(regions.pool.args[0]))
+    _fold_row(w, max_pool, vector, body.arg(regions.pool.args[0]), inner)
     w.dedent()
     if nd == 3:
         w.dedent()
 
 
-def _fold_row(w: Writer, max_pool: bool, vector: bool, value: str) -> None:
+def _fold_row(w: Writer, max_pool: bool, vector: bool, value: str, inner: bool) -> None:
     """Fold one tap (vector taps: KV taps, reduced along axis 1) into win_row. max as PyTorch's:
     a NaN wins (tl.max does not promise to propagate it, hence the separate test)."""
     if not max_pool:
-        taps = f"tl.where(win_valid, {value}, 0.0)"
+        taps = value if inner else f"tl.where(win_valid, {value}, 0.0)"
         w(f"win_row += tl.sum({taps}, axis=1)" if vector else f"win_row += {taps}")
         return
-    w(f"win_val = tl.where(win_valid, {value}, float(\"-inf\"))")
+    w(f"win_val = {value}" if inner else f"win_val = tl.where(win_valid, {value}, float(\"-inf\"))")
     if vector:
         w("win_nan = tl.max((win_val != win_val).to(tl.int32), axis=1) > 0")
         w("win_val = tl.where(win_nan, float(\"nan\"), tl.max(win_val, axis=1))")
