@@ -3,9 +3,11 @@
 Every form (nn.MaxPoolNd, nn.AvgPoolNd, nn.AdaptiveAvg/MaxPoolNd, their F.* and torch.* functions)
 becomes one graph node of kind "pool" over its input and a Python tuple of its parameters. The tuple
 is read at run time, from the module where there is one (`self.pool.kernel_size`, ...): a task size
-that changes the kernel size still runs. The node lowers to one "pool" kernel (emit/pool.py): each
-program owns a block of output elements (flat, or in the tile form a tile of output rows x columns)
-and walks their windows. `return_indices` adds a
+that changes the kernel size still runs. The node lowers to one "pool" kernel (emit/pool.py): in
+the rows form (the port's, for fixed windows without indices: emit/pool_rows.py) each program walks
+a strip of output columns down the rows, reading each input row once; otherwise each program owns a
+block of output elements (flat, or in the tile form a tile of output rows x columns) and walks
+their windows. `return_indices` adds a
 "pool_indices" node that reads the pool; it lowers to a second, int64 output of the same kernel.
 
 Adaptive average pooling to size 1 along every pooled dim (global average pooling) stays a `mean`
@@ -22,6 +24,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from coders.template.emit.pool_forms import port_config
 from coders.template.ir import Kernel, Op, Operand, Output, self_path
 from mtmc.protocols import CoderError
 
@@ -38,9 +41,6 @@ _MAX = ["input", "kernel_size", "stride", "padding", "dilation", "ceil_mode", "r
 _AVG = ["input", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override"]
 _ADAPTIVE = ["input", "output_size", "return_indices"]
 
-# a pool kernel's port configuration: the flat form, output elements per program (emit/pool.py's
-# tile form and vector taps are config keys too: form, BLOCK_M, BLOCK_N, vector)
-POOL_CONFIG = {"BLOCK": 512, "num_warps": 4}
 
 
 def _functions() -> list[tuple[str, list[str], list[Any]]]:
@@ -166,5 +166,7 @@ def lower_pool(graph: Any, node: Any, used: set[str]) -> Kernel:
     space = {"input": x, "params": params, "pool": node.op, "nd": node.attrs["nd"],
              "window": node.attrs["window"], "traced": list(node.shape),
              "in_traced": list(graph.node(x).shape), "fixed": node.attrs.get("fixed")}
-    return Kernel(name=node.name, kind="pool", space=space, operands=[Operand(x, full)], body=body,
-                  outputs=outputs, config=dict(POOL_CONFIG))
+    kernel = Kernel(name=node.name, kind="pool", space=space, operands=[Operand(x, full)], body=body,
+                    outputs=outputs, config={})
+    kernel.config = port_config(kernel)  # the rows form where it applies, else the flat form
+    return kernel

@@ -253,7 +253,7 @@ def test_legal_steps_and_tiny_blocks_keep_the_program_correct(tmp_path):
     for i, text in enumerate(["tile BLOCK=128", "num_warps 2", "autotune"]):
         check(task, coder.apply(task, port, Strategy.parse(text)), tmp_path, tag=f"s{i}")
     ir = ProgramIR.from_dict(port.metadata["template_ir"])
-    ir.kernels()[0].config["BLOCK"] = 16  # several programs, a masked last block
+    ir.kernels()[0].config = {"BLOCK": 16, "num_warps": 4}  # the flat form: a masked last block
     check_module(task, import_program(generate(task, ir), tmp_path, "tiny"), task.sizes("cpu"))
 
 
@@ -345,7 +345,7 @@ def test_vector_taps_match_pytorch(nd, module, shapes, tmp_path):
     check(task, program, tmp_path)
 
 
-@pytest.mark.parametrize("steps", [[TILE], ["vectorize"]])
+@pytest.mark.parametrize("steps", [[TILE], [TILE, "vectorize"]])
 def test_tile_and_vector_forms_propagate_nan_and_take_fp16(steps, tmp_path):
     module = "nn.MaxPool2d(3, 2, 1, return_indices=True)" if steps == [TILE] else "nn.MaxPool2d(3, 2, 1)"
     task = pool_task(module, nan=True)
@@ -388,7 +388,7 @@ def test_fused_prologue_and_epilogue_in_the_tile_forms(nd, module, forward, step
     (1, "nn.MaxPool1d(3, stride=2, padding=1, dilation=2, ceil_mode=True, return_indices=True)", [TILE]),
     (3, "nn.AvgPool3d(3, stride=2, padding=1, ceil_mode=True, count_include_pad=False)", [TILE]),
     (2, "nn.AdaptiveAvgPool2d((5, 3))", [TILE]),
-    (3, "nn.MaxPool3d((2, 3, 2), stride=(1, 2, 2), dilation=(2, 1, 1))", ["vectorize"]),
+    (3, "nn.MaxPool3d((2, 3, 2), stride=(1, 2, 2), dilation=(2, 1, 1))", [TILE, "vectorize"]),
 ])
 def test_tile_forms_with_64_bit_indices(nd, module, steps, tmp_path):
     task = pool_task(module, nd=nd)
@@ -397,8 +397,8 @@ def test_tile_forms_with_64_bit_indices(nd, module, steps, tmp_path):
 
 def test_menu_offers_tiles_everywhere_and_vector_taps_where_they_apply(tmp_path):
     task = pool_task("nn.MaxPool2d(3, 2, 1)")
-    port = coder.apply(task, None, PORT)
-    legal = [str(s) for s in coder.legal_strategies(task, port)]
+    flat = formed(task, ["tile BLOCK=512"])  # the port's form here is the rows form (test_template_pool_rows)
+    legal = [str(s) for s in coder.legal_strategies(task, flat)]
     assert {"tile BLOCK=256", "tile BLOCK_M=8 BLOCK_N=128", "vectorize"} <= set(legal)
     for module, nd in (("nn.MaxPool2d(3, 2, 1, return_indices=True)", 2), ("nn.AdaptiveAvgPool1d(4)", 1)):
         other = pool_task(module, nd=nd)
@@ -406,7 +406,7 @@ def test_menu_offers_tiles_everywhere_and_vector_taps_where_they_apply(tmp_path)
         assert "vectorize" not in other_legal and any(s.startswith("tile BLOCK_M=") for s in other_legal)
         with pytest.raises(CoderError):
             formed(other, ["vectorize"])
-    vector = formed(task, ["vectorize"])
+    vector = formed(task, ["vectorize"], flat)
     cfg = kernels(vector)[0].config
     assert cfg["form"] == "tile" and cfg["vector"] and cfg["BLOCK"] == cfg["BLOCK_M"] * cfg["BLOCK_N"]
     assert "vectorize" not in [str(s) for s in coder.legal_strategies(task, vector)]

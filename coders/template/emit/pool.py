@@ -1,7 +1,7 @@
 """Pooling kernels: each program owns a block of output elements and walks their windows.
 
-Two forms, chosen by the kernel's config (`form`; the menu's `tile` and `vectorize` steps, see
-`configure`):
+Three forms, chosen by the kernel's config (`form`; the menu's `tile` and `vectorize` steps, see
+`configure`; the port's choice is pool_forms.port_config):
 
 - "flat" (BLOCK): a program owns BLOCK output elements of the flat-indexed output, like an
   elementwise kernel; each element's pooled position comes from div/mod of its flat index.
@@ -13,6 +13,9 @@ Two forms, chosen by the kernel's config (`form`; the menu's `tile` and `vectori
   two) loaded at once and reduced in registers: a strided window (stride >= kernel: 45's 11 x 11)
   reads contiguous runs instead of one element per stride. Preconditions of `vector`: a fixed
   (not adaptive) window and no return_indices (a reduced tap loses its position); `vector_ok`.
+- "rows" (BLOCK_N, emit/pool_rows.py; the port's where it applies): a program walks a strip of
+  BLOCK_N output columns down a band of output rows, reads each input row once and keeps the rows
+  its windows share in registers. Same preconditions as `vector`, which it also takes.
 
 Along
 each pooled dim j an element's window starts at `oi * stride - padding` and has KS{j} taps `dilation`
@@ -33,6 +36,7 @@ by the window's size.
 
 from __future__ import annotations
 
+from coders.template.emit import pool_rows
 from coders.template.emit.common import BodyEmitter, Writer, ptr, var
 from coders.template.emit.launch import kernel_header
 from coders.template.emit.pool_forms import (  # noqa: F401 - the forms and menu steps, re-exported
@@ -42,12 +46,20 @@ from coders.template.emit.pool_forms import (  # noqa: F401 - the forms and menu
     Shape,
     configure,
     form_steps,
+    is_rows,
     is_tile,
     is_vector,
     vector_ok,
 )
 from coders.template.emit.pool_launch import emit_helpers, emit_launcher, tuning_space  # noqa: F401
-from coders.template.emit.pool_regions import UNROLL, Regions, check, renamed  # noqa: F401
+from coders.template.emit.pool_regions import (  # noqa: F401 - re-exported
+    UNROLL,
+    Regions,
+    check,
+    emit_outer_split,
+    emit_pooled,
+    renamed,
+)
 from coders.template.ir import Kernel
 
 # --------------------------------------------------------------------------------------------------
@@ -62,9 +74,15 @@ def _params(kernel: Kernel, regions: Regions) -> tuple[list[str], list[str]]:
     if regions.split_outer():
         params += [f"SZ{d}" for d in range(regions.n_outer)]
     params += [f"IN{j}" for j in range(nd)] + [f"OUT{j}" for j in range(nd)]
-    if is_tile(kernel) and nd == 1:
-        params.append("ROWS")  # the outer rows of a 1-D pool are the tile's rows
-    block = ["WIDE", "WIDE_PLANE", "BLOCK_M", "BLOCK_N"] if is_tile(kernel) else ["WIDE", "BLOCK"]
+    if (is_tile(kernel) or is_rows(kernel)) and nd == 1:
+        params.append("ROWS")  # the outer rows of a 1-D pool are the tile's (the walk's) rows
+    if is_rows(kernel):
+        params.append("BAND")  # output rows per program: a run-time number, picked by the launcher
+        block = ["WIDE", "WIDE_PLANE", "BLOCK_N"] + (["RING", "OVERLAP"] if nd > 1 else [])
+    elif is_tile(kernel):
+        block = ["WIDE", "WIDE_PLANE", "BLOCK_M", "BLOCK_N"]
+    else:
+        block = ["WIDE", "BLOCK"]
     block += ["KV"] if is_vector(kernel) else []
     if regions.adaptive:
         return params + [f"KMAX{j}" for j in range(nd)], block
@@ -83,15 +101,15 @@ def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
     params, constexprs = _params(kernel, regions)
     kernel_header(w, kernel, name, params, constexprs)
     w.indent()
+    if is_rows(kernel):
+        pool_rows.emit_body(w, kernel, regions)
+        w.dedent()
+        return
     if is_tile(kernel):
         _tile_positions(w, regions, Shape(kernel))
     else:
         _flat_positions(w, regions)
-    if regions.split_outer():
-        w("odr = outer")
-        for d in reversed(range(regions.n_outer)):
-            w(f"od{d} = odr % SZ{d}")
-            w(f"odr = odr // SZ{d}")
+    emit_outer_split(w, regions)
     w(f"plane_in = {' * '.join(f'IN{j}' for j in range(nd))}")
     for j in range(nd):
         if regions.adaptive:
@@ -120,7 +138,7 @@ def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
     for op in regions.hoisted:
         w(body.statement(op))
     _window_loops(w, kernel, regions, body, region)
-    _pooled(w, regions, body)
+    emit_pooled(w, regions, body)
     for op in regions.after:
         w(body.statement(op))
     for out in kernel.outputs:
@@ -255,29 +273,3 @@ def _fold_tap(w: Writer, regions: Regions, shape: Shape, value: str) -> None:
         w(f"win_acc += tl.sum(tl.where(win_valid, {value}, 0.0), axis=2, keep_dims=True)")
     else:
         w(f"win_acc += tl.where(win_valid, {value}, 0.0)")
-
-
-def _pooled(w: Writer, regions: Regions, body: BodyEmitter) -> None:
-    """The pool op's value (and index) after the loops."""
-    nd = regions.nd
-    out = var(regions.pool.out)
-    if regions.kind == "max":
-        w(f"{out} = win_acc")
-    elif regions.adaptive:
-        w(f"win_count = ({' * '.join(f'(hi{j} - lo{j})' for j in range(nd))}).to(tl.float32)")
-        w(f"{out} = win_acc / win_count")
-    else:
-        for j in range(nd):
-            w(f"hi{j} = tl.minimum(lo{j} + KS{j}, IN{j} + PD{j})")
-        w("if DIVISOR != 0:")
-        w("    win_count = DIVISOR * 1.0")
-        w("elif COUNT_PAD:")
-        w(f"    win_count = ({' * '.join(f'(hi{j} - lo{j})' for j in range(nd))}).to(tl.float32)")
-        w("else:")
-        clipped = " * ".join(f"(tl.minimum(hi{j}, IN{j}) - tl.maximum(lo{j}, 0))" for j in range(nd))
-        w(f"    win_count = ({clipped}).to(tl.float32)")
-        w(f"{out} = win_acc / win_count")
-    body.types[regions.pool.out] = "f"
-    if regions.index is not None:
-        w(f"{var(regions.index.out)} = win_arg")
-        body.types[regions.index.out] = "i"

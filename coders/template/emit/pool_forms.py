@@ -1,5 +1,6 @@
-"""The pool kernel's forms (flat, tile, vector taps) and the menu steps between them (emit/pool.py
-emits them; steps/menu.py and steps/apply.py hand the steps here)."""
+"""The pool kernel's forms (flat, tile, rows, vector taps) and the menu steps between them
+(emit/pool.py and emit/pool_rows.py emit them; steps/menu.py and steps/apply.py hand the steps here;
+pooling.py asks `port_config` for the port's form)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,13 @@ from mtmc.strategies import Strategy
 TILES = {1: ((1, 1024), (4, 256), (8, 128)), 2: ((8, 128), (16, 64), (32, 32), (4, 64))}
 VECTOR_TILE = (8, 32)  # the tile `vectorize` picks from the flat form: KV taps per output in registers
 VECTOR_MAX = 16  # a vector step's taps along the last dim, at most (registers: BLOCK_M x BLOCK_N x KV)
+# the rows form's strips (output columns per program): a 1-D pool's rows are long and independent,
+# so wide strips; a 2-D/3-D plane's rows are as wide as its output, and a strip wider than the row
+# only masks lanes off
+STRIPS = {1: (512, 1024, 2048), 2: (64, 128, 256, 512)}
+PORT_STRIP = {1: 1024, 2: 512}  # the port's strip, at most (4 warps: 8 or 4 columns per thread)
+BAND_NOMINAL = 16  # rows per program that steps.programs assumes (the launcher picks the band)
+FLAT_CONFIG = {"BLOCK": 512, "num_warps": 4}  # the flat form: output elements per program
 
 
 # --------------------------------------------------------------------------------------------------
@@ -22,9 +30,20 @@ def is_tile(kernel: Kernel) -> bool:
     return kernel.config.get("form", "flat") == "tile"
 
 
+def is_rows(kernel: Kernel) -> bool:
+    return kernel.config.get("form", "flat") == "rows" and rows_ok(kernel)
+
+
 def is_vector(kernel: Kernel) -> bool:
-    """The vector form, where its preconditions hold (elsewhere the tile form loops over every tap)."""
-    return is_tile(kernel) and bool(kernel.config.get("vector")) and vector_ok(kernel)
+    """Vector taps in the tile or rows form, where their preconditions hold (elsewhere the form
+    loops over every tap)."""
+    return (is_tile(kernel) or is_rows(kernel)) and bool(kernel.config.get("vector")) and vector_ok(kernel)
+
+
+def rows_ok(kernel: Kernel) -> bool:
+    """The rows form's preconditions, vector_ok's: a fixed window (its ring of row results holds a
+    fixed span of rows) and no indices (a row's reduction drops the tap positions)."""
+    return vector_ok(kernel)
 
 
 def vector_ok(kernel: Kernel) -> bool:
@@ -59,21 +78,50 @@ class Shape:
 # --------------------------------------------------------------------------------------------------
 
 def form_steps(kernel: Kernel) -> list[Strategy]:
-    """Steps into the tile form (a few row x column tiles) and its vector taps where they apply;
-    steps/menu.py offers them next to the flat form's blocks and the warps."""
+    """Steps into the tile form (a few row x column tiles), the rows form (a few strip widths) and
+    vector taps where they apply; steps/menu.py offers them next to the flat form's blocks and the
+    warps."""
     cfg = kernel.config
+    nd = min(kernel.space["nd"], 2)
     current = (cfg.get("BLOCK_M"), cfg.get("BLOCK_N")) if is_tile(kernel) else None
-    steps = [Strategy.make("tile", BLOCK_M=m, BLOCK_N=n) for m, n in TILES[min(kernel.space["nd"], 2)]
-             if (m, n) != current]
+    steps = [Strategy.make("tile", BLOCK_M=m, BLOCK_N=n) for m, n in TILES[nd] if (m, n) != current]
+    if rows_ok(kernel):
+        strip = cfg.get("BLOCK_N") if is_rows(kernel) else None
+        steps += [Strategy.make("tile", BLOCK_N=n) for n in STRIPS[nd] if n != strip]
     if vector_ok(kernel) and not is_vector(kernel):
         steps.append(Strategy.make("vectorize"))
     return steps
 
 
+def port_config(kernel: Kernel) -> dict:
+    """The port's configuration of a pool kernel: the rows form where it applies, else the flat form.
+
+    The rows form reads each input row once per program and keeps the window's rows in registers,
+    so a tap is one contiguous load of the strip instead of a gather per output (the flat form: a
+    div/mod per element and K**nd taps each through L1). Its strip covers the output row up to
+    PORT_STRIP; vector taps where a window's last-dim taps are a contiguous run of at least 4 apart
+    from the next window's (45's 11 x 11 at stride 11: one [strip, 16] load per input row instead of
+    11 loads whose lanes are 44 bytes apart)."""
+    if not rows_ok(kernel):
+        return dict(FLAT_CONFIG)
+    nd = min(kernel.space["nd"], 2)
+    out_w = max(1, kernel.space["traced"][-1])
+    strip = min(max(1 << (out_w - 1).bit_length(), STRIPS[nd][0]), PORT_STRIP[nd])
+    cfg = {"form": "rows", "BLOCK_N": strip, "BLOCK": strip * BAND_NOMINAL, "num_warps": 4}
+    fixed = kernel.space.get("fixed") or {}
+    if fixed and fixed["stride"][-1] >= 4 and fixed["kernel_size"][-1] >= 4 and \
+            fixed.get("dilation", [1])[-1] == 1:
+        cfg["vector"] = True
+        kv = min(1 << (fixed["kernel_size"][-1] - 1).bit_length(), VECTOR_MAX)
+        cfg["num_warps"] = 8 if strip * kv >= 4096 else 4  # at most 16 taps' registers per thread
+    return cfg
+
+
 def configure(kernel: Kernel, strategy: Strategy) -> None:
-    """Apply `tile BLOCK=..` (the flat form), `tile BLOCK_M=.. BLOCK_N=..` (the tile form) or
-    `vectorize` (the tile form's vector taps) to a pool kernel's config; CoderError where it does
-    not apply. BLOCK stays the output elements per program in both forms (steps.programs reads it)."""
+    """Apply `tile BLOCK=..` (the flat form), `tile BLOCK_M=.. BLOCK_N=..` (the tile form),
+    `tile BLOCK_N=..` (the rows form) or `vectorize` (vector taps: in the rows form, else the tile
+    form's) to a pool kernel's config; CoderError where it does not apply. BLOCK stays about the
+    output elements per program in every form (steps.programs reads it)."""
     cfg = kernel.config
     args = {k: int(v) for k, v in strategy.params if k != "value"}
     if cfg.get("autotune"):
@@ -81,13 +129,13 @@ def configure(kernel: Kernel, strategy: Strategy) -> None:
     if strategy.kind == "vectorize":
         if not vector_ok(kernel):
             raise CoderError("vector taps need a fixed window and no return_indices")
-        if not is_tile(kernel):
+        if not is_tile(kernel) and not is_rows(kernel):
             cfg.update(form="tile", BLOCK_M=VECTOR_TILE[0], BLOCK_N=VECTOR_TILE[1],
                        BLOCK=VECTOR_TILE[0] * VECTOR_TILE[1])
         cfg["vector"] = True
     elif strategy.kind == "tile" and set(args) == {"BLOCK"}:
         _require_power_of_two(args.values())
-        for key in ("BLOCK_M", "BLOCK_N", "vector"):
+        for key in ("BLOCK_M", "BLOCK_N", "vector", "BAND"):
             cfg.pop(key, None)
         if "form" in cfg:
             cfg["form"] = "flat"
@@ -96,10 +144,18 @@ def configure(kernel: Kernel, strategy: Strategy) -> None:
         _require_power_of_two(args.values())
         if args["BLOCK_M"] * args["BLOCK_N"] > 8192:
             raise CoderError("a pool tile of more than 8192 outputs")
+        cfg.pop("BAND", None)
         cfg.update(form="tile", BLOCK=args["BLOCK_M"] * args["BLOCK_N"], **args)
+    elif strategy.kind == "tile" and set(args) == {"BLOCK_N"}:
+        _require_power_of_two(args.values())
+        if not rows_ok(kernel) or args["BLOCK_N"] > 4096:
+            raise CoderError("the rows form needs a fixed window, no return_indices and a strip of "
+                             "at most 4096 columns")
+        cfg.pop("BLOCK_M", None)
+        cfg.update(form="rows", BLOCK_N=args["BLOCK_N"], BLOCK=args["BLOCK_N"] * BAND_NOMINAL)
     else:
         raise CoderError(f"`{strategy}` does not fit the pool kernel {kernel.name}: it takes "
-                         "tile BLOCK=.., tile BLOCK_M=.. BLOCK_N=.. or vectorize")
+                         "tile BLOCK=.., tile BLOCK_M=.. BLOCK_N=.., tile BLOCK_N=.. or vectorize")
 
 
 def _require_power_of_two(values) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from coders.template.emit.common import Writer
 from coders.template.emit.launch import Launcher, autotune_configs, output_alloc, wrap_call
-from coders.template.emit.pool_forms import TILES, VECTOR_MAX, is_tile, is_vector
+from coders.template.emit.pool_forms import STRIPS, TILES, VECTOR_MAX, is_rows, is_tile, is_vector
 from coders.template.emit.pool_regions import Regions
 from coders.template.ir import Kernel
 from coders.template.pooling import FIELDS
@@ -30,6 +30,14 @@ def emit_helpers(w: Writer) -> None:
     w("    if ceil_mode and (out - 1) * stride >= size + padding:")
     w("        out -= 1")
     w("    return out")
+    w()
+    w()
+    w("def _pool_band(rows, columns):")
+    w('    """Output rows per program of the rows form: bands enough for about 8192 programs (an H100')
+    w('    holds 132 x 16 programs of 4 warps at once), of 16 rows at least (a band re-reads the rows')
+    w('    its first window shares with the band before)."""')
+    w("    bands = max(1, min(-(-8192 // max(columns, 1)), rows // 16))")
+    w("    return max(1, -(-rows // bands))")
     w()
 
 
@@ -68,11 +76,10 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
         args.append(f"*{x}.shape[:-{nd}]")
     args += ["*_in", "*_out"]
     cfg = kernel.config
-    if is_tile(kernel):
-        rows, tile_kw = _tile_grid(w, kernel, nd)
+    if is_rows(kernel) or is_tile(kernel):
+        rows, form_kw = _rows_grid(w, kernel, nd) if is_rows(kernel) else _tile_grid(w, kernel, nd)
         args += rows
-        kw += tile_kw
-        kw.append("WIDE_PLANE=max(math.prod(_in), math.prod(_out)) > 2**30")
+        kw += form_kw + ["WIDE_PLANE=max(math.prod(_in), math.prod(_out)) > 2**30"]
         if is_vector(kernel):
             # the last dim's taps per step: its window, to a power of two (at most VECTOR_MAX)
             kw.append(f"KV=min(triton.next_power_of_2(_k[-1]), {VECTOR_MAX})")
@@ -106,9 +113,42 @@ def _tile_grid(w: Writer, kernel: Kernel, nd: int) -> tuple[list[str], list[str]
     return ["_rows"] if nd == 1 else [], [f"BLOCK_M={cfg['BLOCK_M']}", f"BLOCK_N={cfg['BLOCK_N']}"]
 
 
+def _rows_grid(w: Writer, kernel: Kernel, nd: int) -> tuple[list[str], list[str]]:
+    """The rows form's grid, planes x bands x strips (flat), and its extra (positional, keyword)
+    launch arguments: BAND (ROWS first in 1-D), and above 1-D the ring's size RING (the window's
+    span of rows, to a power of two) and OVERLAP (whether windows share rows: the ring is on)."""
+    cfg = kernel.config
+    w("_cols = max(_out[-1], 1)")
+    w("_rows = _out[-2]" if nd > 1 else "_rows = n // _cols  # a 1-D pool's rows: its outer dims")
+    w("_planes = n // max(_rows * _cols, 1)")
+    # autotuned: the band of the widest strip (narrower ones only give more programs)
+    widest = max(n for n, _ in _rows_menu(kernel)) if cfg.get("autotune") else cfg["BLOCK_N"]
+    band = cfg.get("BAND") or f"_pool_band(_rows, _planes * triton.cdiv(_cols, {widest}))"
+    w(f"_band = {band}")
+    strips = "triton.cdiv(_cols, meta['BLOCK_N'])" if cfg.get("autotune") else \
+        f"triton.cdiv(_cols, {cfg['BLOCK_N']})"
+    grid = f"(_planes * triton.cdiv(_rows, _band) * {strips},)"
+    w(f"grid = lambda meta: {grid}" if cfg.get("autotune") else f"grid = {grid}")
+    args = (["_rows"] if nd == 1 else []) + ["_band"]
+    kw = [] if cfg.get("autotune") else [f"BLOCK_N={cfg['BLOCK_N']}"]
+    if nd > 1:
+        span = "(_k[-2] - 1) * _d[-2] + 1"
+        w(f"_overlap = _s[-2] < {span}  # windows share rows: keep them in the ring")
+        kw += [f"RING=triton.next_power_of_2({span}) if _overlap else 1", "OVERLAP=_overlap"]
+    return args, kw
+
+
+def _rows_menu(kernel: Kernel) -> list[tuple[int, int]]:
+    """The rows form's autotune candidates: (strip, warps)."""
+    return [(n, nw) for n in STRIPS[min(kernel.space["nd"], 2)] for nw in (4, 8)]
+
+
 def tuning_space(kernel: Kernel) -> list[dict]:
     """Autotune candidates: the current config first, then blocks (or tiles) and warps around it."""
-    if is_tile(kernel):
+    if is_rows(kernel):
+        keys, current = ["BLOCK_N"], {"BLOCK_N": kernel.config["BLOCK_N"]}
+        others = [{"BLOCK_N": n, "num_warps": nw} for n, nw in _rows_menu(kernel)]
+    elif is_tile(kernel):
         keys, menu = ["BLOCK_M", "BLOCK_N"], [(m, n, nw) for (m, n) in TILES[min(kernel.space["nd"], 2)]
                                                for nw in (4, 8)]
         current = {"BLOCK_M": kernel.config["BLOCK_M"], "BLOCK_N": kernel.config["BLOCK_N"]}

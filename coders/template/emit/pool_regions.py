@@ -5,13 +5,13 @@ from __future__ import annotations
 import copy
 import re
 
-from coders.template.emit.common import FusionError, needed
+from coders.template.emit.common import BodyEmitter, FusionError, Writer, needed, var
 from coders.template.ir import Kernel, Op
 
 UNROLL = 64  # windows of at most this many taps (at the traced sizes) are unrolled
 # the template's own names; body values that match are renamed before emitting
 _TEMPLATE = re.compile(r"^(oi|wi|kk|lo|hi|ok|od|IN|OUT|SZ|KS|ST|PD|DL|KMAX)\d+$|^(win|plane)_|^odr$|"
-                       r"^(ROWS|KV|WIDE|WIDE_PLANE|COUNT_PAD|DIVISOR)$")
+                       r"^(ROWS|KV|WIDE|WIDE_PLANE|COUNT_PAD|DIVISOR|BAND|RING|OVERLAP|HTAPS)$")
 
 
 class Regions:
@@ -102,3 +102,39 @@ def renamed(kernel: Kernel) -> Kernel:
     for out in new.outputs:
         out.src = rename.get(out.src, out.src)
     return new
+
+
+def emit_outer_split(w: Writer, regions: Regions) -> None:
+    """od{d}, the index along each outer dim, where some operand spans only part of them."""
+    if regions.split_outer():
+        w("odr = outer")
+        for d in reversed(range(regions.n_outer)):
+            w(f"od{d} = odr % SZ{d}")
+            w(f"odr = odr // SZ{d}")
+
+
+def emit_pooled(w: Writer, regions: Regions, body: BodyEmitter) -> None:
+    """The pool op's value (and index) from the window's running max or sum `win_acc` (every form
+    ends its window loops here)."""
+    nd = regions.nd
+    out = var(regions.pool.out)
+    if regions.kind == "max":
+        w(f"{out} = win_acc")
+    elif regions.adaptive:
+        w(f"win_count = ({' * '.join(f'(hi{j} - lo{j})' for j in range(nd))}).to(tl.float32)")
+        w(f"{out} = win_acc / win_count")
+    else:
+        for j in range(nd):
+            w(f"hi{j} = tl.minimum(lo{j} + KS{j}, IN{j} + PD{j})")
+        w("if DIVISOR != 0:")
+        w("    win_count = DIVISOR * 1.0")
+        w("elif COUNT_PAD:")
+        w(f"    win_count = ({' * '.join(f'(hi{j} - lo{j})' for j in range(nd))}).to(tl.float32)")
+        w("else:")
+        clipped = " * ".join(f"(tl.minimum(hi{j}, IN{j}) - tl.maximum(lo{j}, 0))" for j in range(nd))
+        w(f"    win_count = ({clipped}).to(tl.float32)")
+        w(f"{out} = win_acc / win_count")
+    body.types[regions.pool.out] = "f"
+    if regions.index is not None:
+        w(f"{var(regions.index.out)} = win_arg")
+        body.types[regions.index.out] = "i"
