@@ -163,10 +163,12 @@ def probe_task(coder: TemplateCoder, path: Path, variants: list[tuple[str, dict]
 
 
 def probe_variant(task, path, base, name, overrides, reference, inputs, expected, row, bench,
-                  device) -> dict:
+                  device, configure_fn=None) -> dict:
+    """One variant's time and error (`configure_fn` applies its overrides: this probe's `configure` by
+    default; the 2026-11-27 probe passes its own)."""
     result: dict[str, Any] = {}
     try:
-        ir, result["configs"] = configure(base, overrides)
+        ir, result["configs"] = (configure_fn or configure)(base, overrides)
         module = harness.load(task, ir, path, name)[1]
         candidate = harness.instantiate(module, task, row["sizes"], reference, device)
         result.update(harness.measure(candidate, inputs, expected, bench, error=max_error))

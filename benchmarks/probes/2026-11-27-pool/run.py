@@ -115,27 +115,9 @@ def probe_task(coder: TemplateCoder, path: Path, variants: list[tuple[str, dict]
     base = harness.fused_ir(coder, task)
     row["kernels"] = [k.kind for k in base.kernels()]
     row["port_configs"] = [dict(k.config) for k in base.kernels() if k.kind == "pool"]
-    harness.probe_variants(row, variants, share, clock, lambda name, overrides: probe_variant(
-        task, path, base, name, overrides, reference, inputs, expected, row, bench, device))
+    harness.probe_variants(row, variants, share, clock, lambda name, overrides: previous.probe_variant(
+        task, path, base, name, overrides, reference, inputs, expected, row, bench, device, configure))
     return row
-
-
-def probe_variant(task, path, base, name, overrides, reference, inputs, expected, row, bench,
-                  device) -> dict:
-    result: dict[str, Any] = {}
-    try:
-        ir, result["configs"] = configure(base, overrides)
-        module = harness.load(task, ir, path, name)[1]
-        candidate = harness.instantiate(module, task, row["sizes"], reference, device)
-        result.update(harness.measure(candidate, inputs, expected, bench, error=previous.max_error))
-        result["vs_eager"] = row["eager_ms"] / result["ms"]
-        result["floor_pct"] = 100 * row["floor_ms"] / result["ms"]
-        result["nominal_pct"] = 100 * row["nominal_floor_ms"] / result["ms"]
-        if "compile_ms" in row:
-            result["vs_compile"] = row["compile_ms"] / result["ms"]
-    except Exception as err:  # a compile or launch failure is a result to report, not a crash
-        result.update(harness.failure(err))
-    return result
 
 
 def summary(rows: list[dict]) -> dict[str, Any]:
