@@ -74,9 +74,11 @@ def reference(task_name: str, task_source: str, cases: list[dict[str, Any]], dev
     task = Task(name=task_name, source=task_source)
     saved_cases, expected, all_inputs = [], [], []
     eager_tf32 = seeded = False
+    clock = _PhaseClock()  # summed over the cases: where a large task's reference time goes
     for index, case in enumerate(cases):
         model = reference_model(task, case, device)
         inputs = case_inputs(task, case, device)
+        clock.lap("inputs")
         if index == 0:
             with OpNames() as seen:
                 raw = run_forward(model, inputs)
@@ -84,15 +86,20 @@ def reference(task_name: str, task_source: str, cases: list[dict[str, Any]], dev
         else:
             raw = run_forward(model, inputs)
         outputs = as_list(raw)
+        clock.lap("forward")
         on_tf32 = eager_tf32 and device == "cuda"  # only there eager and the reference differ
         errors = eager_errors(model, inputs, outputs) if on_tf32 else [0.0] * len(outputs)
+        clock.lap("eager_errors")
         floors = reference_errors(model, inputs, outputs) if not seeded else [0.0] * len(outputs)  # no twin
+        clock.lap("reference_errors")
         expected.append({"kind": output_kind(raw), "outputs": [o.detach().cpu() for o in outputs],
                          "eager_errors": errors, "reference_errors": floors})
+        clock.lap("to_host")
         all_inputs.append(inputs)
         saved_cases.append({**case, "init_inputs": task.init_inputs(case["sizes"]),
                             "fingerprint": fingerprint(inputs),
                             "out_meta": [[list(o.shape), str(o.dtype)] for o in outputs]})
+        clock.lap("fingerprint")
     timing = None
     timing_expected = None
     if timing_sets:  # the first case's model on each timing set's inputs (see timing.py)
@@ -100,11 +107,14 @@ def reference(task_name: str, task_source: str, cases: list[dict[str, Any]], dev
         timing_expected = [_unless_same(as_list(run_forward(model, all_inputs[i])), expected[i]["outputs"])
                            for i in timing_sets]
         timing = {"case": 0, "sets": timing_sets}
+        clock.lap("timing_sets")
     # Only seeds and fingerprints are saved: every child regenerates the inputs on its device
     # (GPU-sized inputs are GBs; writing and reading them back cost more than the verdict itself).
     torch.save({"task_name": task_name, "task_source": task_source, "cases": saved_cases, "timing": timing},
                inputs_path)
-    return {"expected": expected, "timing_expected": timing_expected, "eager_tf32": eager_tf32}
+    clock.lap("save")
+    return {"expected": expected, "timing_expected": timing_expected, "eager_tf32": eager_tf32,
+            "phases_s": clock.phases}
 
 
 def _unless_same(outputs: list[torch.Tensor], case_outputs: list[torch.Tensor]) -> list[torch.Tensor] | None:
@@ -307,8 +317,9 @@ class _PhaseClock:
         self._last = time.perf_counter()
 
     def lap(self, name: str) -> None:
+        """The time since the last lap, added to `name` (a phase met once per case sums them)."""
         now = time.perf_counter()
-        self.phases[name] = round(now - self._last, 4)
+        self.phases[name] = round(self.phases.get(name, 0.0) + now - self._last, 4)
         self._last = now
 
 

@@ -174,6 +174,8 @@ class Engine:
         started = time.monotonic()
         verdict = self._judge_run(task, report, reference, result)
         phases["judge"] = round(time.monotonic() - started, 4)  # comparisons with the reference
+        # how the task's reference was made (once per task; "reference" above is this verdict's wait)
+        phases.update({f"reference_job.{k}": v for k, v in reference.phases_s.items()})
         verdict.phases_s = phases
         if verdict.ok and self.device_type == "cuda":
             started = time.monotonic()
@@ -238,6 +240,8 @@ class Engine:
         verdict.eager_ms, verdict.compiled_ms = baseline.get("eager_ms"), baseline.get("compiled_ms")
         verdict.baseline_flags = dict(baseline.get("backend_flags", {}))
         verdict.flags += baseline.get("flags", [])
+        if verdict.phases_s is not None:  # how the task's baselines were made (once per task)
+            verdict.phases_s.update({f"baseline_job.{k}": v for k, v in baseline.get("phases_s", {}).items()})
         self._judge_roofline(task, reference, verdict)
         speedup = verdict.speedup_eager
         if verdict.ok and speedup and speedup > self.settings.excess_speedup:

@@ -30,6 +30,7 @@ class Reference:
     timing_sets: list[int] | None = None  # the cases whose inputs are timed (on a GPU: the first size's)
     flags: list[str] = field(default_factory=list)  # what every verdict on this reference carries
     eager_tf32: bool = False  # the reference runs a convolution or a cuDNN RNN, which eager runs on TF32
+    phases_s: dict[str, float] = field(default_factory=dict)  # where the reference job's time went
 
     @property
     def nbytes(self) -> int:

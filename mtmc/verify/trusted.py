@@ -100,7 +100,7 @@ class TrustedRuns:
             raise VerifierError(f"{task.where}: running the reference failed ({outcome.status} "
                                 f"{outcome.detail}):\n{outcome.log_tail}")
         return Reference(cases, result["expected"], result["timing_expected"], inputs_path, timing_sets,
-                         eager_tf32=result["eager_tf32"])
+                         eager_tf32=result["eager_tf32"], phases_s=result.get("phases_s") or {})
 
     def _seeds(self, size_index: int) -> int:
         # GPU sizes are GBs of outputs per case: the first size gets every seed (its cases are also
@@ -126,4 +126,4 @@ class TrustedRuns:
         flags = [f"compile_baseline_failed: {result['compile_error']}"] if result["compile_error"] else []
         return {"eager_ms": timings["eager"]["reported_ms"],
                 "compiled_ms": timings.get("compiled", {}).get("reported_ms"), "flags": flags,
-                "backend_flags": result.get("backend_flags", {})}
+                "backend_flags": result.get("backend_flags", {}), "phases_s": result.get("phases_s") or {}}

@@ -23,6 +23,16 @@ def test_verdict_is_serializable(verifier):
     assert verdict.verifier_version == verifier_module.VERIFIER_VERSION and verdict.wall_s > 0
 
 
+def test_a_verdict_says_where_the_reference_jobs_time_went(verifier):
+    """Per stage of the task's reference job, summed over its cases (large tasks spend minutes there:
+    BENCHMARKS.md, issue 25's verdict latency); "reference" is this verdict's own wait for it."""
+    phases = verifier.verify(*honest_softmax()).phases_s
+    stages = {k.removeprefix("reference_job.") for k in phases if k.startswith("reference_job.")}
+    assert {"inputs", "forward", "eager_errors", "reference_errors", "to_host", "fingerprint",
+            "save"} <= stages
+    assert all(v >= 0 for v in phases.values()) and phases["reference_job.forward"] > 0
+
+
 def test_verdicts_are_cached(verifier, tmp_path, monkeypatch):
     cache = VerdictCache(tmp_path / "verdicts.sqlite")
     monkeypatch.setattr(verifier.engine, "cache", cache)
