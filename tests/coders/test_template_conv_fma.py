@@ -36,6 +36,25 @@ def test_fma_loop_matches_pytorch_at_odd_sizes(nd, kernel, args, sizes, tmp_path
     check(task, program, tmp_path)  # no TF32 in the source: fp32's tolerance
 
 
+@pytest.mark.parametrize("nd, kernel, args, sizes", [GEMM_GEOMETRIES[i] for i in (0, 2, 7, 8)])
+def test_unrolled_channel_loop_matches_pytorch(nd, kernel, args, sizes, tmp_path):
+    """fma_unroll: the group's channels a constexpr, one compile per count (TWO_SIZES: 3 and 4)."""
+    task = geometry_task(nd, kernel, args, sizes)
+    program = configured(task, k_loop="fma", fma_unroll=True, BLOCK_M=16, BLOCK_N=16)
+    assert "tl.static_range(CIG_U)" in program.source and "CIG_U=CIG" in program.source
+    check(task, program, tmp_path)
+
+
+def test_unrolled_autotuned_conv_matches_pytorch(tmp_path):
+    task = geometry_task(2, 3, "padding=1", [{"B": 2, "C_IN": 3, "C_OUT": 5, "S": 9}])
+    tuned = coder.apply(task, coder.apply(task, None, PORT), Strategy.parse("autotune"))
+    ir = ProgramIR.from_dict(tuned.metadata["template_ir"])
+    ir.kernels()[0].config["fma_unroll"] = True
+    program = Program(generate(task, ir))
+    assert "@triton.autotune" in program.source and "CIG_U=CIG" in program.source
+    check(task, program, tmp_path)
+
+
 def test_an_unpadded_conv_loads_without_masks_and_a_padded_one_masks_the_border():
     valid = configured(geometry_task(2, 3, "padding='valid', stride=(1, 3)", [{"B": 2, "C_IN": 3, "C_OUT": 5,
                                                                               "S": 9}]), k_loop="fma")
@@ -91,17 +110,18 @@ def transpose_task(name: str, c_in: int) -> Task:
 
 @pytest.fixture(scope="module")
 def transpose_modules(tmp_path_factory) -> dict:
-    """name -> (task, port's program, [imported stride-phase form, imported plain gather form])."""
+    """name -> (task, port's program, [imported stride-phase form, plain gather form, stride-phase form
+    with the channel loop unrolled])."""
     out = {}
     for name in ("conv_transpose_1d", "conv_transpose_2d", "conv_transpose_3d"):
         task = transpose_task(name, 4)  # 2 per group where the task has 2 groups
         program = coder.apply(task, None, PORT)
         folder = tmp_path_factory.mktemp(name)
         imported = []
-        for phases in (True, False):
+        for phases, unroll in ((True, False), (False, False), (True, True)):
             ir = ProgramIR.from_dict(program.metadata["template_ir"])
-            ir.kernels()[0].config.update(phases=phases, BLOCK_M=16, BLOCK_N=16)
-            imported.append(import_program(generate(task, ir), folder, f"{name}_{phases}"))
+            ir.kernels()[0].config.update(phases=phases, fma_unroll=unroll, BLOCK_M=16, BLOCK_N=16)
+            imported.append(import_program(generate(task, ir), folder, f"{name}_{phases}_{unroll}"))
         out[name] = (task, program, imported)
     return out
 
@@ -109,7 +129,7 @@ def transpose_modules(tmp_path_factory) -> dict:
 @pytest.mark.parametrize("name, case", [(n, c) for n, cases in CASES.items() for c in cases],
                          ids=lambda v: v if isinstance(v, str) else "-".join(map(str, v.values())))
 def test_transposed_fma_loop_matches_pytorch_over_the_geometry(name, case, transpose_modules):
-    """Both gather forms (stride phases, plain) with 16 x 16 tiles over the transposed-conv cases."""
+    """Both gather forms (stride phases, plain; and unrolled) with 16 x 16 tiles over the cases."""
     task, program, imported = transpose_modules[name]
     assert kernels(program)[0].config["k_loop"] == "fma" and "_tf32_pack" not in program.source
     for module in imported:

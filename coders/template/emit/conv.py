@@ -293,7 +293,8 @@ def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
     gemm = is_gemm(kernel)
     params = ["x_ptr", "w_ptr"] + _operand_params(kernel) + [ptr(o.value) for o in kernel.outputs] + \
         ["n_batch", "C_in", "C_out", "CIG", "COG", "M", "K"] + _geometry_params(kernel)
-    consts = ["BLOCK_M", "BLOCK_N", *(["BLOCK_K"] if gemm else []), *conv_pool.constexprs(kernel)]
+    consts = ["BLOCK_M", "BLOCK_N", *(["BLOCK_K"] if gemm else []), *conv_pool.constexprs(kernel),
+              *conv_fma.constexprs(kernel)]
     kernel_header(w, kernel, name, params, consts, key=["M", "C_out", "K"])
     w.indent()
     w("pid = tl.program_id(0)")
@@ -377,7 +378,7 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
     consts = ["BLOCK_M", "BLOCK_N", *(["BLOCK_K"] if is_gemm(kernel) else []), "num_warps", "num_stages"]
     kw = channel_reduce.launch_blocks(w, kernel, consts, "C_out", groups, lambda m, n: (
         f"(triton.cdiv(M, {m}) * triton.cdiv({cols}, {n}), {groups})"))
-    kw += pooled
+    kw += pooled + conv_fma.launch_kwargs(kernel, "CIG")
     w("if M > 0 and C_out > 0:")
     for line in wrap_call(f"{name}[grid]", args + kw, "", w.depth + 1):
         w("    " + line)

@@ -43,6 +43,26 @@ def uses_fma(kernel: Kernel) -> bool:
     return kernel.kind in ("conv", "conv_transpose") and kernel.config.get("k_loop") == "fma"
 
 
+def unrolled(kernel: Kernel) -> bool:
+    """Config "fma_unroll": the channel loop unrolled, the group's input channels a constexpr (CIG_U,
+    one compile per channel count), so each tap's loads and FMAs are straight-line code the compiler
+    can schedule together. Not the port's: untimed on a GPU (a probe variant)."""
+    return uses_fma(kernel) and bool(kernel.config.get("fma_unroll"))
+
+
+def constexprs(kernel: Kernel) -> list[str]:
+    return ["CIG_U"] if unrolled(kernel) else []
+
+
+def launch_kwargs(kernel: Kernel, channels: str) -> list[str]:
+    """The launch's CIG_U: `channels`, the launcher's expression for the group's input channels."""
+    return [f"CIG_U={channels}"] if unrolled(kernel) else []
+
+
+def _channel_range(kernel: Kernel, runtime: str) -> str:
+    return "tl.static_range(CIG_U)" if unrolled(kernel) else f"range(0, {runtime})"
+
+
 def tuning_candidates(kernel: Kernel) -> tuple[list[str], list[tuple]]:
     """Autotune's keys and candidates for an FMA loop (BLOCK_K stays the config's)."""
     bk = kernel.config["BLOCK_K"]
@@ -82,7 +102,7 @@ def k_loop(w: Writer, kernel: Kernel) -> None:
         w("# one padding mask per row and tap: is the tap's input position inside the input")
         w("row_in = " + " & ".join(f"(i0_{s} + dk_{s} >= 0) & (i0_{s} + dk_{s} < in_{s})" for s in dims))
         mask = ", mask=row_in, other=0.0"
-    w("for c in range(0, CIG):")
+    w(f"for c in {_channel_range(kernel, 'CIG')}:")
     w.indent()
     w(f"a = tl.load(x_tap + c * {plane}{mask}).to(tl.float32)")
     w("b = tl.load(w_rows + (tap * CIG + c)).to(tl.float32)  # the weight is [C_out, taps, CIG]")
@@ -91,10 +111,10 @@ def k_loop(w: Writer, kernel: Kernel) -> None:
     w.dedent()
 
 
-def channel_loop(w: Writer, x_ptr: str, w_ptr: str, channel_stride: str) -> None:
+def channel_loop(w: Writer, kernel: Kernel, x_ptr: str, w_ptr: str, channel_stride: str) -> None:
     """The transposed conv's inner loop over the group's input channels (emit/conv_transpose.py's
     a_rows, hit, w_cols, n_in and tap as it sets them): FMA outer products instead of dots."""
-    w("for ci in range(0, cin_g):")
+    w(f"for ci in {_channel_range(kernel, 'cin_g')}:")
     w.indent()
     w(f"a = tl.load({x_ptr} + a_rows + ci * {channel_stride}, mask=hit, other=0.0).to(tl.float32)")
     w(f"b = tl.load({w_ptr} + w_cols + (tap * cin_g + ci), mask=n_in, other=0.0).to(tl.float32)")

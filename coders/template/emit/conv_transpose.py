@@ -122,7 +122,8 @@ def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
     geometry = _per_dim(("in", "out", "ks", "st", "pad", "dil"), d)
     params = [ptr(x), ptr(wt)] + _operand_params(kernel) + [ptr(o.value) for o in kernel.outputs] + \
         sizes + geometry
-    kernel_header(w, kernel, name, params, ["BLOCK_M", "BLOCK_N", "BLOCK_K"], key=TUNE_KEY)
+    kernel_header(w, kernel, name, params, ["BLOCK_M", "BLOCK_N", "BLOCK_K", *conv_fma.constexprs(kernel)],
+                  key=TUNE_KEY)
     w.indent()
     w("pid_m = tl.program_id(0)")
     w("pid_n = tl.program_id(1)")
@@ -222,7 +223,7 @@ def _channel_loop(w: Writer, kernel: Kernel, d: int) -> None:
         pixel = f"({pixel}) * in{j} + i{j}" if j > 1 else f"{pixel} * in{j} + i{j}"
     w(f"a_rows = x_rows + ({pixel}) * C_in" if channels_last(kernel) else f"a_rows = x_rows + {pixel}")
     if conv_fma.uses_fma(kernel):  # few input channels: outer products, not dots (emit/conv_fma.py)
-        conv_fma.channel_loop(w, ptr(x), ptr(wt), "1" if channels_last(kernel) else "S_in")
+        conv_fma.channel_loop(w, kernel, ptr(x), ptr(wt), "1" if channels_last(kernel) else "S_in")
         return
     w("for c0 in range(0, cin_g, BLOCK_K):")
     w.indent()
@@ -288,6 +289,7 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
     consts = ["BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages"]
     kw = channel_reduce.launch_blocks(w, kernel, consts, "_cout_g", "_groups", lambda m, n: (
         f"(triton.cdiv(_m, {m}), triton.cdiv(_cout_g, {n}), _groups * _phases)"))
+    kw += conv_fma.launch_kwargs(kernel, f"{x}.shape[1] // _groups")
     for line in wrap_call(f"{name}[grid]", args + kw, "", w.depth):
         w(line)
     launcher.finish(w)
