@@ -50,7 +50,7 @@ pixels: the K loop runs once per window position and only the pooled tile is sto
 
 from __future__ import annotations
 
-from coders.template.emit import channel_reduce, conv_fma, conv_pool
+from coders.template.emit import channel_reduce, conv_fma, conv_pool, conv_runs
 from coders.template.emit.common import Axis, FusionError, Writer, check_operands, ptr, tile_epilogue, var
 from coders.template.emit.conv_tuning import tuning_space  # noqa: F401 - the emitter's, re-exported
 from coders.template.emit.launch import Launcher, kernel_header, output_alloc, wrap_call
@@ -78,6 +78,7 @@ def check(kernel: Kernel) -> None:
     """Raise FusionError for an operand or output the epilogue cannot address."""
     check_operands(kernel, epilogue_axes(kernel))
     conv_pool.check(kernel)  # a pooling conv's body splits around its pool
+    conv_runs.check(kernel)
     if channel_reduce.reduces_channels(kernel):
         channel_reduce.check(kernel)
         return
@@ -133,7 +134,7 @@ def _flat_offset(dims: list[str], prefix: str) -> str:
 
 
 def k_loop(kernel: Kernel) -> str:
-    """The gemm form's K order: "taps" (the default), "flat" or "fma" (see the module docstring)."""
+    """The gemm form's K order: "taps" (the default), "flat", "fma" or "runs" (the module docstring)."""
     return kernel.config.get("k_loop", "taps")
 
 
@@ -151,8 +152,10 @@ def tap_offsets(w: Writer, kernel: Kernel, tap: str) -> list[str]:
 
 
 def channels_last(kernel: Kernel) -> bool:
-    """The taps form reads a channels-last copy of the input (config "channels_last")."""
-    return is_gemm(kernel) and k_loop(kernel) == "taps" and bool(kernel.config.get("channels_last"))
+    """The taps loop reads a channels-last copy of the input (config "channels_last"); the runs loop
+    always does (emit/conv_runs.py)."""
+    loop = k_loop(kernel) if is_gemm(kernel) else None
+    return loop == "runs" or (loop == "taps" and bool(kernel.config.get("channels_last")))
 
 
 def rounds_tf32(kernel: Kernel) -> bool:
@@ -326,7 +329,7 @@ def _conv_tile(w: Writer, kernel: Kernel) -> None:
 
 
 def _k_loop(w: Writer, kernel: Kernel) -> None:
-    forms = {"flat": _k_loop_flat, "taps": _k_loop_taps, "fma": conv_fma.k_loop}
+    forms = {"flat": _k_loop_flat, "taps": _k_loop_taps, "fma": conv_fma.k_loop, "runs": conv_runs.k_loop}
     (forms[k_loop(kernel)] if is_gemm(kernel) else _k_loop_direct)(w, kernel)
 
 
@@ -355,6 +358,7 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
     w(f"n_batch, C_in = {x}.shape[0], {x}.shape[1]")
     w(f"C_out, CIG = {weight}.shape[0], {weight}.shape[1]")
     w("COG = C_out // (C_in // CIG)  # output channels per group")
+    conv_runs.launch_check(w, kernel)
     for i, s in enumerate(dims):
         w(f"in_{s}, ks_{s} = {x}.shape[{i + 2}], {weight}.shape[{i + 2}]")
         w(f"stride_{s}, dil_{s} = {sp['stride'][i]}, {sp['dilation'][i]}")
