@@ -16,7 +16,7 @@ from coders.template.ir import ProgramIR
 from coders.template.lower import lower
 from coders.template.trace import trace
 from mtmc.program import Program
-from mtmc.strategies import PORT
+from mtmc.strategies import PORT, Strategy
 from mtmc.tasks import Task, load_task
 from tests.coders.test_template import check
 
@@ -77,6 +77,20 @@ def test_batch_norm_with_batch_statistics_matches_reference(name, tmp_path):
     program = coder.apply(task, None, PORT)
     assert "running_mean" not in program.source.split("class ModelNew")[1].split("def forward")[1]
     check(task, program, tmp_path)
+
+
+@pytest.mark.parametrize("offset", ["* 3 + 1", "* 0.1 + 100"])
+def test_batch_statistics_take_one_pass_over_the_planes_after_fuse_all(offset, tmp_path):
+    """Each plane's mean and variance in one reduce kernel, the channel's from them (the law of total
+    variance), then the normalizing pass: four kernels with the conv. A large common offset (100 with
+    a spread of 0.1) would cancel in E[x^2] - mean^2; the planes' centred squares keep fp32's accuracy."""
+    task = cnn_task("batch_norm_batch_stats")
+    task = Task(name=task.name, source=task.source.replace("* 3 + 1", offset))
+    fused = coder.apply(task, coder.apply(task, None, PORT), Strategy.parse("fuse all"))
+    kernels = ProgramIR.from_dict(fused.metadata["template_ir"]).kernels()
+    stats = [k for k in kernels if k.kind == "reduce" and [o.op for o in k.body].count("mean") == 2]
+    assert len(kernels) == 4 and len(stats) == 2, [k.name for k in kernels]
+    check(task, fused, tmp_path)
 
 
 def test_blocks_built_by_nested_functions_match_reference(tmp_path):

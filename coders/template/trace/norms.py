@@ -69,26 +69,43 @@ def batch_norm_running_stats(nz: Builder, name: str, x: Ref, mean: Callable[[], 
 
 def batch_norm_batch_stats(nz: Builder, name: str, x: Ref, weight: Callable[[], Ref] | None,
                             bias: Callable[[], Ref] | None, eps: float) -> Ref:
-    """Per-channel mean and biased variance over the batch and the spatial dims, two passes (the
-    centred values squared, not E[x^2] - mean^2, which cancels). The reductions run over
-    contiguous dims: first each (n, c) plane, then the batch (equal-sized planes, so the mean of
-    the plane means is the channel mean)."""
+    """Per-channel mean and biased variance over the batch and the spatial dims.
+
+    Each (n, c) plane's mean and its variance about that mean first (two reductions over the plane,
+    centred values squared: no E[x^2] - mean^2 cancellation), then per channel over the batch: the
+    mean of the plane means, and the variance as the mean of (plane variance + (plane mean - channel
+    mean)^2), the law of total variance for equal-sized planes. The plane statistics read only x and
+    values of the plane's own (n, c), so `fuse` steps can put both reductions in one pass over x;
+    the per-channel mean, broadcast over the batch, could not join a pass over the planes (a reduce
+    kernel's rows are (n, c) flattened)."""
     shape = nz.shape(x)
     rank = len(shape)
     if rank < 2:
         raise unsupported("batch norm of a tensor without a channel dim")
+    per_channel_shape = (1, shape[1], *[1] * (rank - 2))
 
-    def channel_mean(value: Ref, base: str) -> Ref:
-        if rank > 2:
-            value = nz.red("mean", value, (2, rank), f"{base}_planes", (*shape[:2], *[1] * (rank - 2)),
-                           attrs={"keepdim": True})
-        return nz.red("mean", value, (0, 1), base, (1, shape[1], *[1] * (rank - 2)),
-                      attrs={"keepdim": True})
+    def over_batch(value: Ref, base: str) -> Ref:
+        return nz.red("mean", value, (0, 1), base, per_channel_shape, attrs={"keepdim": True})
 
-    centered = nz.pw("sub", [x, channel_mean(x, f"{name}_mean")], base=f"{name}_centered")
-    squares = nz.pw("mul", [centered, centered], base=f"{name}_sq")
-    inv = nz.pw("add", [channel_mean(squares, f"{name}_var"), eps], base=f"{name}_var_eps")
+    def centred_square(value: Ref, mean: Ref, base: str) -> Ref:
+        centred = nz.pw("sub", [value, mean], base=f"{base}_centered")
+        return nz.pw("mul", [centred, centred], base=f"{base}_sq")
+
+    if rank > 2:
+        planes = (*shape[:2], *[1] * (rank - 2))
+        plane_mean = nz.red("mean", x, (2, rank), f"{name}_mean_planes", planes, attrs={"keepdim": True})
+        plane_var = nz.red("mean", centred_square(x, plane_mean, f"{name}_plane"), (2, rank),
+                           f"{name}_var_planes", planes, attrs={"keepdim": True})
+        mean = over_batch(plane_mean, f"{name}_mean")
+        spread = nz.pw("add", [plane_var, centred_square(plane_mean, mean, f"{name}_between")],
+                       base=f"{name}_within_between")
+        var = over_batch(spread, f"{name}_var")
+    else:
+        mean = over_batch(x, f"{name}_mean")
+        var = over_batch(centred_square(x, mean, name), f"{name}_var")
+    inv = nz.pw("add", [var, eps], base=f"{name}_var_eps")
     inv = nz.pw("rsqrt", [inv], base=f"{name}_inv_std")
+    centered = nz.pw("sub", [x, mean], base=f"{name}_centered")
     return batch_norm_affine(nz, name, nz.pw("mul", [centered, inv], base=f"{name}_normed"), weight, bias)
 
 
