@@ -219,7 +219,7 @@ def run_one(name: str, task: Task, path: Path, coder: TemplateCoder, reference, 
 
 
 def gaps(results: dict[str, dict], base: str) -> dict[str, float]:
-    """ours minus `base`, ms per call: wall, GPU, and per family (where both ran)."""
+    """ours minus `base`, ms per call: wall, kernels and per family (where both ran)."""
     ours, other = results.get("ours", {}), results.get(base, {})
     if "ms" not in ours or "ms" not in other:
         return {}
@@ -307,6 +307,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="calls before the profile, at least 1 (3; dry run 1)")
     harness.add_dry_run(parser, "small sizes on the CPU interpreter, CPU ops as the kernels")
     args = parser.parse_args(argv)
+    unknown = [n for n, _ in harness.variants_of(args, RUNNERS) if n not in RUNNERS]
+    if unknown:
+        parser.error(f"--variants names runners, of {RUNNERS}: not {unknown}")
     for key, gpu_default in (("calls", 10), ("warmup_calls", 3)):
         if getattr(args, key) is None:
             setattr(args, key, DRY_CALLS[key] if args.cpu_dry_run else gpu_default)
