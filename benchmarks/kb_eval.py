@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -78,6 +79,7 @@ def main() -> None:
     if args.stub_llm_clients:
         stub_llm_clients()
     start, rows = time.time(), []
+    report: dict[str, Any] = {"summary": summarize(rows)}
     for folder in map(Path, args.bench):
         for task_dir in sorted(d for d in folder.iterdir() if (d / "kernel.py").exists()):
             row = {"task": task_dir.name, "bench": str(folder), **our_row(task_dir)}
@@ -92,8 +94,39 @@ def main() -> None:
                 torch.cuda.empty_cache()
             rows.append(row)
             print(line(row), flush=True)
-            summary = {"device": torch.cuda.get_device_name(), "rows": rows}
-            Path(args.out).write_text(json.dumps(summary, indent=1))
+            report = {"device": torch.cuda.get_device_name(), "summary": summarize(rows), "rows": rows}
+            Path(args.out).write_text(json.dumps(report, indent=1))
+    print(json.dumps(report["summary"], indent=1))
+
+
+SPEED_GAP = 0.10  # issue 25 Show 6: a speed disagreement past this needs its reason written down
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """What Show 6 asks of the rows: the tasks judged by both, where their correctness verdicts differ,
+    and, on the tasks both call correct, each harness's geomean speedup over its own eager time and
+    the tasks whose speedups differ by more than SPEED_GAP."""
+    judged = [r for r in rows if r.get("kb_correct") is not None and r.get("correct") is not None]
+    both = [r for r in judged if r["correct"] and r["kb_correct"] and _ratios(r)]
+    gaps = {r["task"]: round(kb / ours, 3) for r in both for ours, kb in [_ratios(r)]
+            if abs(kb / ours - 1) > SPEED_GAP}
+    return {"judged": len(judged), "agree": sum(r["correct"] == r["kb_correct"] for r in judged),
+            "disagree": [r["task"] for r in judged if r["correct"] != r["kb_correct"]],
+            "timed_by_both": len(both),
+            "geomean_ours_vs_eager": _geomean([_ratios(r)[0] for r in both]),
+            "geomean_kb_vs_eager": _geomean([_ratios(r)[1] for r in both]),
+            "speed_gaps_kb_over_ours": gaps}
+
+
+def _ratios(row: dict[str, Any]) -> tuple[float, float] | None:
+    """(our speedup over eager, KernelBench's over its reference), where both were timed."""
+    if not all(row.get(k) for k in ("eager_ms", "candidate_ms", "kb_ms", "kb_ref_ms")):
+        return None
+    return row["eager_ms"] / row["candidate_ms"], row["kb_ref_ms"] / row["kb_ms"]
+
+
+def _geomean(values: list[float]) -> float | None:
+    return round(math.exp(sum(map(math.log, values)) / len(values)), 4) if values else None
 
 
 def line(row: dict[str, Any]) -> str:
