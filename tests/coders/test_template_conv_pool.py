@@ -144,6 +144,10 @@ VARIANTS = [
     {"k_loop": "taps", "channels_last": False, "BLOCK_M": 32, "BLOCK_K": 16},
     {"k_loop": "flat", "BLOCK_M": 16, "BLOCK_K": 16},
     {"k_loop": "taps", "channels_last": True, "precision": "tf32", "tf32_round": True, "BLOCK_K": 16},
+    {"k_loop": "fma", "BLOCK_M": 16},
+    {"k_loop": "fma", "fma_unroll": True},
+    {"k_loop": "runs", "BLOCK_M": 16, "BLOCK_K": 16},
+    {"k_loop": "runs", "precision": "tf32", "tf32_round": True, "BLOCK_K": 32},
 ]
 
 
