@@ -19,7 +19,8 @@ Two forms (the traced shapes choose, both are correct at every size):
           tap, else the flat K index
           ("flat": a 3-channel input layer would pad each tap's block of 16 with 13 zeros). The
           taps loop reads a channels-last copy of the input ("channels_last"), so that a tile
-          row's channel block is one contiguous vector load.
+          row's channel block is one contiguous vector load. Groups of at most 8 input and 64
+          output channels take FMA outer products instead of dots ("fma", emit/conv_fma.py).
   direct  every output channel reads one input channel (depthwise: C_in/groups == 1). A dot tile
           needs K >= 16 and N >= 16 per group; here K is the kernel volume (9 for 3x3) and N the
           channel multiplier (usually 1), so a GEMM tile would be >= 15/16 padding and one group

@@ -2,7 +2,7 @@
 
 A conv whose groups have few input channels (an RGB input layer: 3; KernelBench level 2's 3-D convs:
 3 or 8) and few output channels is a GEMM with a short, ragged K (C_in/groups x taps: 81 for
-3 x 3x3x3) and a narrow N (16-32 output channels). A tensor-core dot needs K blocks of 16: the
+3 x 3x3x3) and a narrow N (16-64 output channels). A tensor-core dot needs K blocks of 16: the
 flat loop packs taps into them, and pays a div/mod decomposition and a padding test per element
 of the im2col tile, which the dot then uses only N times. Here the loop walks (tap, channel) pairs:
 
