@@ -93,6 +93,20 @@ def test_batch_statistics_take_one_pass_over_the_planes_after_fuse_all(offset, t
     check(task, fused, tmp_path)
 
 
+def test_batch_norm_joins_the_reduction_after_it_through_per_channel_operands(tmp_path):
+    """A global average pool after batch norm: its reduce kernel's rows are the (n, c) planes, and the
+    normalizing pass's per-channel mean, scale and shift are read as element row % C (a row tail,
+    emit/reduce_layout.py), so `fuse all` puts the normalization in the pool's pass."""
+    task = cnn_task("batch_norm_batch_stats")
+    forward = "return torch.relu(self.bn(self.conv(x)) + 0.5)"
+    task = Task(name=task.name, source=task.source.replace(forward, forward + ".mean(dim=(2, 3))"))
+    fused = coder.apply(task, coder.apply(task, None, PORT), Strategy.parse("fuse all"))
+    kernels = ProgramIR.from_dict(fused.metadata["template_ir"]).kernels()
+    assert [k.kind for k in kernels] == ["conv", "reduce", "reduce", "reduce"]
+    assert "row % n_tail" in fused.source and "n_tail = " in fused.source
+    check(task, fused, tmp_path)
+
+
 def test_blocks_built_by_nested_functions_match_reference(tmp_path):
     task = cnn_task("builder_functions")
     check(task, coder.apply(task, None, PORT), tmp_path)

@@ -14,7 +14,7 @@ from coders.template.emit.reduce_passes import looped
 from coders.template.emit.reduce_split import emit_split
 from coders.template.ir import Kernel
 
-_SIZES = ("n_rows", "n_cols", "n_red", "n_inner", "G", "CPG", "HW")
+_SIZES = ("n_rows", "n_cols", "n_red", "n_inner", "G", "CPG", "HW", "n_tail")
 
 
 def build(kernel: Kernel, depth: int) -> tuple[Layout, list[str], list[str]]:

@@ -133,6 +133,8 @@ def _row_sizes(w: Writer, x: str, lay: Layout) -> None:
     else:
         w(f"n_rows = {_prod(x, 0, lay.d0)}")
         w(f"n_cols = {_prod(x, lay.d0, lay.d1)}")
+        if lay.tail is not None:  # operands that span the rows' trailing dims (reduce_layout.py)
+            w(f"n_tail = {_prod(x, lay.tail, lay.d0)}")
 
 
 def _row_options(w: Writer, cfg: dict) -> list[str]:

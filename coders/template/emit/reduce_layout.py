@@ -52,6 +52,7 @@ class Layout:
         else:
             self.axes = [Axis(list(range(d0)), "row", "n_rows", None),
                          Axis(self.red_dims, "cols", "n_cols", "col_mask")]
+        self.tail = self._tail_start()  # n_tail = the product of the row dims from here to d0
         self.block = "BLOCK_M" if self.column else "BLOCK"
         self.red_mask = "row_mask" if self.column else "col_mask"
         self.red_size = "n_red" if self.column else "n_cols"
@@ -68,13 +69,44 @@ class Layout:
     def address(self, dims: list[int], what: str) -> str:
         if self.groups:
             return self._group_address(dims, what)
+        if self._reads_a_row_tail(dims):
+            return "(row % n_tail)" + (" * n_cols + cols" if self._col_dims(dims) else "")
         return address(self.axes, dims, what)
 
     def mask(self, dims: list[int], what: str) -> str | None:
         if self.groups:
             first = 2 if self.by_channel else 1  # by channel, a per-channel value is one scalar
             return "col_mask" if set(dims) & set(range(first, self.rank)) else None
+        if self._reads_a_row_tail(dims):
+            return "col_mask" if self._col_dims(dims) else None
         return mask_of(self.axes, dims, what)
+
+    # An operand may span the trailing row dims only: a per-channel (C,) parameter read by a reduction
+    # over each (n, c) plane, whose rows are (n, c) flattened, is element row % C. Batch norm's
+    # normalizing pass then joins a reduction after it as its prologue (fuse/merge.py).
+    def _tail_start(self) -> int | None:
+        starts = {self._row_dims(o.dims)[0] for o in self.kernel.operands
+                  if not self.groups and not self.column and self._partial_rows(o.dims)}
+        if len(starts) > 1:
+            raise FusionError("operands span different trailing parts of the rows")
+        if starts and self.kernel.config.get("split_k", 1) > 1:
+            raise FusionError("a split reduction reads whole rows' operands only")
+        return starts.pop() if starts else None
+
+    def _row_dims(self, dims: list[int]) -> list[int]:
+        return [d for d in dims if d < self.d0]
+
+    def _col_dims(self, dims: list[int]) -> list[int]:
+        return [d for d in dims if d >= self.d0]
+
+    def _partial_rows(self, dims: list[int]) -> bool:
+        """`dims` span a trailing part of the row dims (not all of them) and all or none of the columns."""
+        rows = self._row_dims(dims)
+        return bool(rows) and rows == list(range(rows[0], self.d0)) and rows[0] > 0 and \
+            self._col_dims(dims) in ([], self.red_dims)
+
+    def _reads_a_row_tail(self, dims: list[int]) -> bool:
+        return self.tail is not None and self._partial_rows(dims) and self._row_dims(dims)[0] == self.tail
 
     def _group_address(self, dims: list[int], what: str) -> str:
         """Rows are (batch, group); a row's columns are its channels' elements, channel-major."""
@@ -97,8 +129,9 @@ class Layout:
     def check(self) -> None:
         for o in self.kernel.operands:
             self.address(o.dims, f"operand {o.value}")
-        for out in self.kernel.outputs:
-            self.address(out.dims, f"output {out.value}")
+        for out in self.kernel.outputs:  # a row tail is for reads: rows would race to write it
+            (self._group_address if self.groups else lambda d, w: address(self.axes, d, w))(
+                out.dims, f"output {out.value}")
 
     # --- walking ----------------------------------------------------------------------------------
     def program(self, w: Writer) -> None:
