@@ -67,10 +67,6 @@ TAPS_CONFIG_16 = {**CONV_CONFIG_16, "channels_last": True}
 # (benchmarks/probes/2026-11-26-conv-tma).
 TAPS_CONFIG_WIDE = {**TAPS_CONFIG, "BLOCK_M": 128, "BLOCK_N": 128, "num_stages": 3}
 DIRECT_CONFIG = {"BLOCK_M": 64, "BLOCK_N": 32, "num_warps": 4, "num_stages": 2}
-# Few channels per group (emit/conv_fma.py): fp32 FMA outer products, no dot and no TF32; the tile
-# follows the output channels (conv_fma.port_config).
-FMA_CONFIG = {"BLOCK_M": 256, "BLOCK_N": 32, "BLOCK_K": 16, "num_warps": 4, "num_stages": 2, "k_loop": "fma",
-              "precision": "ieee", "channels_last": False, "tf32_round": False}
 HALF = (torch.float16, torch.bfloat16)
 
 
@@ -128,11 +124,11 @@ def port_config(form: str, dtype: torch.dtype, out_per_group: int, in_per_group:
                 taps: int) -> dict[str, Any]:
     if form == "direct":
         return dict(DIRECT_CONFIG)
+    if conv_fma.suits(in_per_group, out_per_group, taps):  # few channels per group: FMA outer products
+        return conv_fma.port_config(out_per_group)
     # A 1x1 conv has one tap: the channels-last copy would cost a pass over the input for a loop
     # that reuses each row address once (on an H100, 87_conv_pointwise_2D ran 13.9 ms on the copy
     # with 256 x 64 tiles, 9.6 ms flat on NC* with 64 x 64)
-    if conv_fma.suits(in_per_group, out_per_group, taps):
-        return conv_fma.port_config(FMA_CONFIG, out_per_group)
     if in_per_group >= 16 and taps > 1:
         config = dict(TAPS_CONFIG_16 if dtype in HALF else TAPS_CONFIG, k_loop="taps")
         # a channel block no deeper than the group's input channels, so few lanes are padding

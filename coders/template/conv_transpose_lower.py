@@ -21,7 +21,6 @@ from typing import Any
 import torch
 import torch.nn as nn
 
-from coders.template.conv_lower import FMA_CONFIG
 from coders.template.emit import conv_fma
 from coders.template.emit.common import pow2_at_least_16
 from coders.template.ir import Kernel, Output, ProgramIR, self_path
@@ -124,7 +123,7 @@ def lower_conv_transpose(graph, ir: ProgramIR, node, body) -> Kernel:
     config["BLOCK_M"] = min(256, max(config["BLOCK_M"], area // config["BLOCK_N"]))
     if conv_fma.suits(w_shape[0] // groups, w_shape[1], _prod(w_shape[2:])):
         # few input channels per group: FMA outer products in fp32, read from NC* (emit/conv_fma.py)
-        config.update(conv_fma.port_config(FMA_CONFIG, w_shape[1]))
+        config.update(conv_fma.port_config(w_shape[1]))
     elif dtype == "float32":
         config["precision"] = "tf32"  # eager's cuDNN runs fp32 transposed convs on TF32 too (emit docstring)
         # read from a channels-last copy that rounds to TF32 as cuDNN does (emit/conv_pack.py), as the

@@ -12,7 +12,8 @@ is never built. Its K loop comes in two orders (config "k_loop"):
         few channels per group (an RGB input layer: 3) the taps form would pad each tap's block
         5x; the flat order packs several taps into one block instead.
   fma   (tap, channel) pairs, one FMA outer product each, no dot: the port's loop for groups of at
-        most 8 input and 32 output channels (emit/conv_fma.py).
+        most 8 input and 64 output channels (emit/conv_fma.py).
+  runs  dots over contiguous runs of a window row's taps x channels, channels last (emit/conv_runs.py).
 The `direct` form (depthwise: one input channel per output channel) accumulates input x weight
 products tap by tap with FMAs, over output channels of every group.
 
@@ -151,6 +152,11 @@ def tap_offsets(w: Writer, kernel: Kernel, tap: str) -> list[str]:
     return dims
 
 
+def window_inside(dims: list[str]) -> str:
+    """Each row's test that its window, shifted by the tap (dk_<dim>), lies inside the input."""
+    return " & ".join(f"(i0_{s} + dk_{s} >= 0) & (i0_{s} + dk_{s} < in_{s})" for s in dims)
+
+
 def channels_last(kernel: Kernel) -> bool:
     """The taps loop reads a channels-last copy of the input (config "channels_last"); the runs loop
     always does (emit/conv_runs.py)."""
@@ -219,7 +225,7 @@ def _k_loop_taps(w: Writer, kernel: Kernel) -> None:
     w("c = (step % c_blocks) * BLOCK_K + offs_k")
     dims = tap_offsets(w, kernel, "tap")
     w("# one padding mask per row: is the tap's input position inside the input")
-    w("row_in = " + " & ".join(f"(i0_{s} + dk_{s} >= 0) & (i0_{s} + dk_{s} < in_{s})" for s in dims))
+    w(f"row_in = {window_inside(dims)}")
     w("c_in = c < CIG")
     if channels_last(kernel):
         w("# the row's address + the channel: a tile row is contiguous channels (vector loads)")
@@ -262,7 +268,7 @@ def _k_loop_direct(w: Writer, kernel: Kernel) -> None:
     w("for tap in range(0, K):")
     w.indent()
     dims = tap_offsets(w, kernel, "tap")
-    w("inside = " + " & ".join(f"(i0_{s} + dk_{s} >= 0) & (i0_{s} + dk_{s} < in_{s})" for s in dims))
+    w(f"inside = {window_inside(dims)}")
     w("a = tl.load(x_rows[:, None] + (x_cols + tap_off)[None, :], mask=inside[:, None], other=0.0)")
     w("b = tl.load(w_ptr + tap * C_out + chan_o)  # the weight is [taps, 1, C_out]: a contiguous row")
     w("acc += a.to(tl.float32) * b.to(tl.float32)[None, :]")

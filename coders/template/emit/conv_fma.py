@@ -70,12 +70,16 @@ def tuning_candidates(kernel: Kernel) -> tuple[list[str], list[tuple]]:
     return keys, [(m, n, bk, warps, stages) for m, n, warps, stages in TILES]
 
 
-def port_config(base: dict, out_per_group: int) -> dict:
-    """The port's tile: BLOCK_N covers the group's output channels, and 4 warps hold 32-64 accumulators
-    a thread. On an H100, 256 rows beat 128 by 1.15-1.6x with 16 output channels and 128 rows beat 256
-    by 1.1-1.6x with 64; 8 warps or 64 rows ran 1.3-4x slower (h100-fma-*.json)."""
+def port_config(out_per_group: int) -> dict:
+    """The port's config (conv and conv_transpose): fp32 FMAs, no dot and no TF32, the input read as it
+    lies. The tile: BLOCK_N covers the group's output channels, and 4 warps hold 32-64 accumulators a
+    thread. On an H100, 256 rows beat 128 by 1.15-1.6x with 16 output channels and 128 rows beat 256
+    by 1.1-1.6x with 64; 8 warps or 64 rows ran 1.3-4x slower (h100-fma-*.json). BLOCK_K is a kernel
+    parameter the loop does not read."""
     block_n = pow2_at_least_16(out_per_group)
-    return dict(base, BLOCK_N=block_n, BLOCK_M=256 if block_n <= 32 else 128, num_warps=4)
+    return {"BLOCK_M": 256 if block_n <= 32 else 128, "BLOCK_N": block_n, "BLOCK_K": 16, "num_warps": 4,
+            "num_stages": 2, "k_loop": "fma", "precision": "ieee", "channels_last": False,
+            "tf32_round": False}
 
 
 def suits(in_per_group: int, out_per_group: int, taps: int) -> bool:
@@ -100,7 +104,7 @@ def k_loop(w: Writer, kernel: Kernel) -> None:
     mask = ""
     if not unpadded(kernel):
         w("# one padding mask per row and tap: is the tap's input position inside the input")
-        w("row_in = " + " & ".join(f"(i0_{s} + dk_{s} >= 0) & (i0_{s} + dk_{s} < in_{s})" for s in dims))
+        w(f"row_in = {conv.window_inside(dims)}")
         mask = ", mask=row_in, other=0.0"
     w(f"for c in {_channel_range(kernel, 'CIG')}:")
     w.indent()

@@ -57,7 +57,7 @@ def k_loop(w: Writer, kernel: Kernel) -> None:
     conv.tap_offsets(w, kernel, f"outer * ks_{last}")  # dk_<last> = 0: the run starts at the window
     mask = "(k < RUN)[None, :]"
     if outer:
-        w("row_in = " + " & ".join(f"(i0_{s} + dk_{s} >= 0) & (i0_{s} + dk_{s} < in_{s})" for s in outer))
+        w(f"row_in = {conv.window_inside(outer)}")
         mask = f"row_in[:, None] & {mask}"
     if _pads_last_dim(kernel):
         w(f"i_{last} = i0_{last}[:, None] + (k // CIG)[None, :]  # each element's last-dim position")
