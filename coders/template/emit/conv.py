@@ -158,8 +158,7 @@ def window_inside(dims: list[str]) -> str:
 
 
 def channels_last(kernel: Kernel) -> bool:
-    """The taps loop reads a channels-last copy of the input (config "channels_last"); the runs loop
-    always does (emit/conv_runs.py)."""
+    """A channels-last copy of the input: the taps loop's with config "channels_last", the runs loop's."""
     loop = k_loop(kernel) if is_gemm(kernel) else None
     return loop == "runs" or (loop == "taps" and bool(kernel.config.get("channels_last")))
 
