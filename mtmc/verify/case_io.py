@@ -8,6 +8,7 @@ import contextlib
 import copy
 import math
 import os
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -269,3 +270,18 @@ def _forward_in_float64(model: torch.nn.Module, inputs: list[Any]) -> list[Any]:
     twin = copy.deepcopy(model).double()  # the reference's own model is left as it was
     doubled = [t.double() if isinstance(t, torch.Tensor) and t.is_floating_point() else t for t in inputs]
     return as_list(run_forward(twin, doubled))
+
+
+class PhaseClock:
+    """Wall seconds per phase of a verifier job (child.py's reference and candidate, trusted_jobs.py's
+    baseline), reported with its result: where verify time goes."""
+
+    def __init__(self) -> None:
+        self.phases: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        """The time since the last lap, added to `name` (a phase met once per case sums them)."""
+        now = time.perf_counter()
+        self.phases[name] = round(self.phases.get(name, 0.0) + now - self._last, 4)
+        self._last = now

@@ -23,7 +23,6 @@ escape, and the fork server reports them as harness errors.
 from __future__ import annotations
 
 import threading
-import time
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -37,6 +36,7 @@ from mtmc.verify.candidate_load import candidate_traceback, error_kind, import_c
 from mtmc.verify.case_io import (
     EAGER_TF32_OPS,
     OpNames,
+    PhaseClock,
     as_list,
     candidate_model,
     case_inputs,
@@ -74,7 +74,7 @@ def reference(task_name: str, task_source: str, cases: list[dict[str, Any]], dev
     task = Task(name=task_name, source=task_source)
     saved_cases, expected, all_inputs = [], [], []
     eager_tf32 = seeded = False
-    clock = _PhaseClock()  # summed over the cases: where a large task's reference time goes
+    clock = PhaseClock()  # summed over the cases: where a large task's reference time goes
     for index, case in enumerate(cases):
         model = reference_model(task, case, device)
         inputs = case_inputs(task, case, device)
@@ -138,7 +138,7 @@ def candidate(source: str, digest: str, inputs_path: str, device: str, library_o
     counter = proof.LaunchCounter(str(path)).install()
     watched = proof.snapshot_identities()  # includes our own wrappers: restoring Triton's is tampering
     threads_before = threading.active_count()
-    clock = _PhaseClock()
+    clock = PhaseClock()
     data = load_inputs(inputs_path, device)  # before the candidate's code runs
     del data["task_source"]  # the reference's source stays out of the frames a candidate could read (S19)
     clock.lap("inputs")
@@ -309,22 +309,8 @@ def _compare_runs(first: Any, second: Any) -> tuple[bool, list[torch.Tensor] | N
     return False, [_host_copy(y) for y in b]
 
 
-class _PhaseClock:
-    """Wall seconds per phase of a child's job, reported with its result (where verify time goes)."""
-
-    def __init__(self) -> None:
-        self.phases: dict[str, float] = {}
-        self._last = time.perf_counter()
-
-    def lap(self, name: str) -> None:
-        """The time since the last lap, added to `name` (a phase met once per case sums them)."""
-        now = time.perf_counter()
-        self.phases[name] = round(self.phases.get(name, 0.0) + now - self._last, 4)
-        self._last = now
-
-
 def _gpu_measurements(result: dict[str, Any], module: Any, data: dict[str, Any], forward: CallAudit,
-                      time_it: bool, timing: dict[str, Any], profile_share: bool, clock: _PhaseClock,
+                      time_it: bool, timing: dict[str, Any], profile_share: bool, clock: PhaseClock,
                       timing_lock: str | None) -> None:
     home_stream = torch.cuda.current_stream().cuda_stream  # the correctness runs' stream
     with timing_gpu.on_timing_device(timing_lock):  # shared mode (timing_gpu.py): the timing GPU, alone

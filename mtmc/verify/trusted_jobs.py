@@ -6,7 +6,6 @@ comparison)."""
 from __future__ import annotations
 
 import os
-import time
 from typing import Any
 
 import torch
@@ -14,6 +13,7 @@ import torch
 from mtmc.tasks.task import Task
 from mtmc.verify import timing_gpu
 from mtmc.verify.case_io import (
+    PhaseClock,
     as_list,
     default_backend_flags,
     load_inputs,
@@ -50,13 +50,13 @@ def _baseline(task_name: str, task_source: str, inputs_path: str, timing: dict[s
               compiled: bool, timing_lock: str | None) -> dict[str, Any]:
     backend_flags = default_backend_flags()
     os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")  # no compile pools in a child
-    started = time.perf_counter()
+    clock = PhaseClock()
     task = Task(name=task_name, source=task_source)
     data = load_inputs(inputs_path, "cuda", timing_only=True)
     case = data["cases"][data["timing"]["case"]]
     model = reference_model(task, case, "cuda")
     sets = timing_sets(data, "cuda")
-    phases = {"inputs": time.perf_counter() - started}
+    clock.lap("inputs")
 
     def runner(module: Any):
         def call(inputs: list[Any]) -> list[torch.Tensor]:
@@ -65,7 +65,7 @@ def _baseline(task_name: str, task_source: str, inputs_path: str, timing: dict[s
         return call
 
     calls = {"eager": runner(model)}
-    result: dict[str, Any] = {"compile_error": None, "backend_flags": backend_flags, "phases_s": phases}
+    result: dict[str, Any] = {"compile_error": None, "backend_flags": backend_flags, "phases_s": clock.phases}
     if compiled:
         try:
             compiled_call = runner(torch.compile(model))
@@ -74,9 +74,8 @@ def _baseline(task_name: str, task_source: str, inputs_path: str, timing: dict[s
             calls["compiled"] = compiled_call
         except Exception as err:  # an op inductor cannot compile: eager only, and say why
             result["compile_error"] = f"{type(err).__name__}: {err}"[:500]
-    phases["compile"] = time.perf_counter() - started - phases["inputs"]
+    clock.lap("compile")
     with timing_gpu.on_timing_device(timing_lock):
         result.update(time_calls(calls, sets, {}, True, TimingOptions(**timing)))
-    phases["timing"] = time.perf_counter() - started - phases["inputs"] - phases["compile"]
-    result["phases_s"] = {k: round(v, 4) for k, v in phases.items()}
+    clock.lap("timing")
     return result
