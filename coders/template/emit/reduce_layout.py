@@ -130,8 +130,10 @@ class Layout:
         for o in self.kernel.operands:
             self.address(o.dims, f"operand {o.value}")
         for out in self.kernel.outputs:  # a row tail is for reads: rows would race to write it
-            (self._group_address if self.groups else lambda d, w: address(self.axes, d, w))(
-                out.dims, f"output {out.value}")
+            if self.groups:
+                self._group_address(out.dims, f"output {out.value}")
+            else:
+                address(self.axes, out.dims, f"output {out.value}")
 
     # --- walking ----------------------------------------------------------------------------------
     def program(self, w: Writer) -> None:
