@@ -207,7 +207,7 @@ def group_pointers(w: Writer, kernel: Kernel) -> None:
     w("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)")
 
 
-def _dot(w: Writer, kernel: Kernel) -> None:
+def dot(w: Writer, kernel: Kernel) -> None:  # acc += a @ b^T: conv, conv_runs, conv_transpose
     round_tf32_operands(w, kernel)
     w(f'acc = tl.dot(a, tl.trans(b), acc, input_precision="{precision(kernel)}")')
 
@@ -233,7 +233,7 @@ def _k_loop_taps(w: Writer, kernel: Kernel) -> None:
         w(f"a_cols = tap_off + c * {plane}  # the row's address + the channel's plane: no div/mod")
     w("a = tl.load(x_rows[:, None] + a_cols[None, :], mask=row_in[:, None] & c_in[None, :], other=0.0)")
     w("b = tl.load(w_rows[:, None] + (tap * CIG + c)[None, :], mask=c_in[None, :], other=0.0)")
-    _dot(w, kernel)
+    dot(w, kernel)
     w.dedent()
 
 
@@ -253,7 +253,7 @@ def _k_loop_flat(w: Writer, kernel: Kernel) -> None:
         w(f"a_mask = a_mask & (i_{s} >= 0) & (i_{s} < in_{s})")
     w(f"a = tl.load(x_rows[:, None] + (chan * {plane} + tap_off)[None, :], mask=a_mask, other=0.0)")
     w("b = tl.load(w_rows[:, None] + k[None, :], mask=k_in[None, :], other=0.0)")
-    _dot(w, kernel)
+    dot(w, kernel)
     w.dedent()
 
 

@@ -64,8 +64,7 @@ def k_loop(w: Writer, kernel: Kernel) -> None:
         mask += f" & (i_{last} >= 0) & (i_{last} < in_{last})"
     w(f"a = tl.load(x_rows[:, None] + (tap_off * C_in + k)[None, :], mask={mask}, other=0.0)")
     w("b = tl.load(w_rows[:, None] + (outer * RUN + k)[None, :], mask=(k < RUN)[None, :], other=0.0)")
-    conv.round_tf32_operands(w, kernel)
-    w(f'acc = tl.dot(a, tl.trans(b), acc, input_precision="{conv.precision(kernel)}")')
+    conv.dot(w, kernel)
     w.dedent()
 
 

@@ -235,8 +235,7 @@ def _channel_loop(w: Writer, kernel: Kernel, d: int) -> None:
     w("# a [BLOCK_N, BLOCK_K] tile along K (the layout TF32 tensor-core dots read), transposed in the dot")
     w(f"b = tl.load({ptr(wt)} + w_cols[:, None] + (tap * cin_g + ci)[None, :],")
     w("            mask=n_in[:, None] & k_in[None, :], other=0.0)")
-    conv.round_tf32_operands(w, kernel)
-    w(f'acc = tl.dot(a, tl.trans(b), acc, input_precision="{conv.precision(kernel)}")')
+    conv.dot(w, kernel)
     w.dedent()
 
 
