@@ -78,15 +78,16 @@ def test_port_takes_the_fma_loop_for_few_channels_and_its_menu_has_no_dot_steps(
     check(task, coder.apply(task, program, tiles[0]), tmp_path, "tile")
 
 
-def test_port_keeps_dots_where_groups_have_many_output_channels():
-    """Past 64 output channels each loaded input value feeds enough tensor-core products for the
-    flat loop's TF32 dots to win on an H100 (conv_fma.MAX_OUT); the FMA tile follows the channels."""
+def test_port_leaves_the_fma_loop_from_64_output_channels():
+    """From 64 output channels the runs loop's TF32 dots won on an H100 (conv_runs.MIN_OUT); below, the
+    FMA tile follows the channels."""
     configs = {}
-    for c_out in (16, 64, 65):
+    for c_out in (16, 33, 64, 65):
         task = geometry_task(3, 3, "padding=0", [{"B": 2, "C_IN": 3, "C_OUT": c_out, "S": 9}])
         conv = kernels(coder.apply(task, None, PORT))[0].config
         configs[c_out] = (conv["k_loop"], conv["BLOCK_M"], conv["BLOCK_N"])
-    assert configs == {16: ("fma", 256, 16), 64: ("fma", 128, 64), 65: ("flat", 64, 64)}
+    assert configs == {16: ("fma", 256, 16), 33: ("fma", 128, 64),
+                       64: ("runs", 128, 64), 65: ("runs", 128, 64)}
 
 
 def test_fused_epilogue_runs_on_the_fma_tile(tmp_path):

@@ -70,3 +70,26 @@ def test_tile_steps_keep_the_runs_loop(tmp_path):
     stepped = coder.apply(task, program, Strategy.make("tile", BLOCK_M=32, BLOCK_N=16, BLOCK_K=32))
     assert kernels(stepped)[0].config["k_loop"] == "runs"
     check(task, stepped, tmp_path)
+
+
+@pytest.mark.parametrize("args, c_in, c_out, k_loop", [
+    ("padding=1", 8, 64, "runs"),                # level 2's 8 -> 64 convs
+    ("padding=1", 3, 96, "runs"),                # an RGB input layer
+    ("padding=1", 8, 32, "fma"),                 # fewer output channels: the FMA loop (conv_fma.MAX_OUT)
+    ("padding=1", 16, 64, "taps"),               # a full channel block: the taps loop
+    ("padding=1, dilation=(1, 2)", 8, 64, "fma"),  # a dilated last dim has no contiguous run
+    ("padding=1, groups=2", 8, 64, "fma"),       # 4 -> 32 per group; a group is not one run
+])
+def test_port_takes_the_runs_loop_for_few_input_and_many_output_channels(args, c_in, c_out, k_loop):
+    task = geometry_task(2, 3, args, [{"B": 2, "C_IN": c_in, "C_OUT": c_out, "S": 9}])
+    (conv,) = kernels(coder.apply(task, None, PORT))
+    assert conv.config["k_loop"] == k_loop
+    if k_loop == "runs":
+        assert conv.config["precision"] == "tf32" and conv.config["tf32_round"]
+
+
+def test_the_ported_runs_loop_matches_pytorch(tmp_path):
+    task = geometry_task(2, 3, "stride=2, padding=1", [{"B": 2, "C_IN": 5, "C_OUT": 64, "S": 9}])
+    program = coder.apply(task, None, PORT)
+    assert "RUN = ks_" in program.source
+    check(task, program, tmp_path)

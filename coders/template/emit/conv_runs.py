@@ -18,14 +18,37 @@ so a K block holds several taps' channels and loads as one vector per row. The r
 where the last dim's dilation is 1 and every channel belongs to the group (groups == 1): emit refuses
 the first, the launcher the second. A conv padded along the last dim masks the run's elements that
 fall outside the input (one division by C per element); an unpadded one needs no such mask.
-Not the port's: untimed on a GPU (a probe variant, benchmarks/probes/2026-11-26-conv).
+
+The port takes it for fp32 convs of at most MAX_IN input channels and at least MIN_OUT output channels
+(`suits`), with TF32 dots on operands rounded to nearest in the channels-last copy (emit/conv_pack.py).
+On an H100 (benchmarks/probes/2026-11-26-conv/h100-runs.json, KernelBench level 2) its 128 x 64 x 16
+tiles ran the five 8 -> 64 convs 1.35-2.0x faster than the FMA loop (67 5.65 -> 3.57 ms, 73 1.57 ->
+1.13, 87 4.44 -> 3.30, 57 1.00 -> 0.57, the 3-D 90 10.56 -> 5.24), tied with 32 output channels
+(21 0.93x, the 3-D 7 1.05x) and lost with 16 (27 0.82x, 48 0.37x), where a 64-wide tile is mostly
+padding; BLOCK_K 32 ran 1.2-1.9x slower than 16 on all nine.
 """
 
 from __future__ import annotations
 
+import torch
+
 from coders.template.emit import conv
 from coders.template.emit.common import FusionError, Writer
 from coders.template.ir import Kernel
+
+# The port's bounds: at most MAX_IN input channels (conv_fma.MAX_IN: more make the taps loop's channel
+# blocks full) and at least MIN_OUT output channels, where the FMA loop trails (module docstring)
+MAX_IN, MIN_OUT = 8, 64
+PORT_CONFIG = {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 16, "num_warps": 4, "num_stages": 3,
+               "k_loop": "runs", "precision": "tf32", "tf32_round": True}
+
+
+def suits(in_per_group: int, out_per_group: int, taps: int, groups: int, last_dilation: int,
+          dtype: torch.dtype) -> bool:
+    """Whether the port should take the runs loop: an fp32 conv with few input and many output channels,
+    more than one tap, one group and an undilated last dim (the run must be contiguous)."""
+    return dtype == torch.float32 and in_per_group <= MAX_IN and out_per_group >= MIN_OUT and taps > 1 \
+        and groups == 1 and last_dilation == 1
 
 
 def uses_runs(kernel: Kernel) -> bool:
