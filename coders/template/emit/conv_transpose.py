@@ -9,15 +9,17 @@ i = (o + padding - t * dilation) / stride where that is whole and inside the inp
 element is written once by one program (no atomics, no zero-fill pass), so the fused epilogue runs on
 the finished fp32 tile, as in emit/matmul/.
 
-One program computes BLOCK_M output pixels x BLOCK_N output channels of one group. The K loop
-(emit/conv_transpose_loop.py) is two loops: taps outside (the input position and its mask are
-computed once per tap for the tile's rows), input channels of the group inside in BLOCK_K chunks, one
-tl.dot each (with few input channels per group, config k_loop="fma": one FMA outer product per
-channel, emit/conv_fma.py). Under stride > 1 only about 1 / stride^D of the (pixel, tap) pairs are
-whole: the default stride-phase form (`phases`) gives each program the pixels of one phase
-o = r + stride * q, for which a tap is live or dead as a whole, and skips the dead taps; the plain
-form (config phases=False: pixels in order, spatial fastest, so stores are contiguous along M) masks
-them row by row.
+One program computes BLOCK_M output pixels x BLOCK_N output channels of one group. Under stride > 1
+only about 1 / stride^D of the (pixel, tap) pairs are whole: the default stride-phase form (`phases`)
+gives each program the pixels of one phase o = r + stride * q, for which a tap is live or dead as a
+whole; the plain form (config phases=False: pixels in order, spatial fastest, so stores are
+contiguous along M) masks the dead pairs row by row. The K loop (emit/conv_transpose_loop.py) walks
+taps x the group's input channels in BLOCK_K chunks, one tl.dot each (with few input channels per
+group, config k_loop="fma": one FMA outer product per channel, emit/conv_fma.py); each row's input
+position and mask are computed per tap, not per element. The stride-phase form's default loop
+(config live_taps) walks the phase's live taps only, as one loop over (live tap, channel block) that
+Triton software-pipelines; live_taps=False keeps the loop before it (every tap, an `if` skipping the
+dead ones, a channel loop inside) as a probe variant.
 
 Precision: fp32 operands port with "tf32" dots, as eager's cuDNN runs fp32 transposed convolutions
 by default (torch.backends.cudnn.allow_tf32; the verifier judges a task whose reference convolves
@@ -97,11 +99,18 @@ def _per_dim(prefixes: tuple[str, ...], dims: int) -> list[str]:
 def phases(kernel: Kernel) -> bool:
     """The stride-phase form (the default): outputs o = r + stride * q of one phase r share their live
     taps, those with (r + padding - t * dilation) divisible by the stride, so a program runs over one
-    phase's pixels and skips the dead taps with a scalar test, where the plain gather form masks them
+    phase's pixels and walks its live taps only (live_taps), where the plain gather form masks them
     row by row: stride 2 in 2-D does 1/4 of the plain form's dot work (1/8 in 3-D). Its rows read
     consecutive input pixels; its stores are strided by the stride. With stride 1 there is one phase
     and the two forms do the same work. `phases: False` in the config gives the plain form."""
     return bool(kernel.config.get("phases", True))
+
+
+def live_taps(kernel: Kernel) -> bool:
+    """The stride-phase form's live-tap loop (the default): it walks only the phase's live taps, with
+    no test, merged with the channel blocks into one loop that Triton can pipeline (module docstring).
+    `live_taps: False` gives the form before it: every tap, the dead ones skipped by an `if`."""
+    return phases(kernel) and bool(kernel.config.get("live_taps", True))
 
 
 def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
@@ -110,6 +119,8 @@ def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
     x, wt = _input_values(kernel)
     sizes = ["M", "C_in", "cin_g", "cout_g", "C_out", "S_in", "S_out"]
     geometry = _per_dim(("in", "out", "ks", "st", "pad", "dil"), d)
+    if live_taps(kernel):
+        geometry += _per_dim(("tst", "tinv"), d)  # the live taps' step and an inverse (its module)
     params = [ptr(x), ptr(wt)] + _operand_params(kernel) + [ptr(o.value) for o in kernel.outputs] + \
         sizes + geometry
     kernel_header(w, kernel, name, params, ["BLOCK_M", "BLOCK_N", "BLOCK_K", *conv_fma.constexprs(kernel)],
@@ -135,7 +146,10 @@ def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
     w("w_group = pid_g.to(tl.int64) * n_taps * cin_g * cout_g")
     w("w_cols = w_group + offs_n * n_taps * cin_g")
     w("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)")
-    conv_transpose_loop.tap_loop(w, kernel, d, phases(kernel))
+    if live_taps(kernel):
+        conv_transpose_loop.live_tap_loop(w, kernel, d)
+    else:
+        conv_transpose_loop.tap_loop(w, kernel, d, phases(kernel))
     _epilogue(w, kernel)
     w.dedent()
     w()
@@ -218,6 +232,8 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
             f"{x}.shape[1] // _groups", "_cout_g", "_cout_g * _groups", f"math.prod({x}.shape[2:])",
             "_s_out", f"*{x}.shape[2:]", "*_out", f"*{wt}.shape[2:]", "*_stride", "*_padding",
             "*_dilation"]
+    if live_taps(kernel):
+        args += conv_transpose_loop.launch_args(w)
     consts = ["BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages"]
     kw = channel_reduce.launch_blocks(w, kernel, consts, "_cout_g", "_groups", lambda m, n: (
         f"(triton.cdiv(_m, {m}), triton.cdiv(_cout_g, {n}), _groups * _phases)"))
