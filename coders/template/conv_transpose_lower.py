@@ -28,9 +28,14 @@ from coders.template.trace import Ref, unsupported
 
 # Port defaults; the planner tunes from here. BLOCK_N and BLOCK_K shrink to the traced channel counts
 # per group (tl.dot needs at least 16).
-# phases: the stride-phase form, which skips the taps a stride leaves dead (emit/conv_transpose.py)
+# phases: the stride-phase form, which skips the taps a stride leaves dead (emit/conv_transpose.py);
+# live_taps: its K loop walks the phase's live taps x channel blocks as one pipelined loop
+# (emit/conv_transpose_loop.py). The tiles were chosen for the loop before live_taps, which did not
+# pipeline; to choose them again, time benchmarks/probes/2026-11-26-conv/run.py --transpose-menu
+# (its TRANSPOSE_VARIANTS) and set the tile keys here (CONV_TRANSPOSE_CONFIG_16 overrides three of
+# them for 16-bit inputs; lower_conv_transpose then fits BLOCK_N, BLOCK_K and BLOCK_M to the channels).
 CONV_TRANSPOSE_CONFIG = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4, "num_stages": 2,
-                         "precision": "ieee", "phases": True}
+                         "precision": "ieee", "phases": True, "live_taps": True}
 CONV_TRANSPOSE_CONFIG_16 = {**CONV_TRANSPOSE_CONFIG, "BLOCK_M": 128, "BLOCK_K": 64, "num_warps": 8}
 MODULES = {nn.ConvTranspose1d: 1, nn.ConvTranspose2d: 2, nn.ConvTranspose3d: 3}
 OPS = {"conv_transpose1d": 1, "conv_transpose2d": 2, "conv_transpose3d": 3}

@@ -6,7 +6,8 @@
 For each task (a file of --tasks-dir whose name starts with one of --tasks) it ports the task with
 the template coder, fuses every epilogue, then for each variant overrides the configuration of
 the program's implicit-GEMM conv kernels (a variant is `name:key=value,...`; keys are config keys:
-k_loop, precision, BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages), checks the result against
+k_loop, precision, BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages, a transposed conv's phases and
+live_taps (0 is off); --transpose-menu: TRANSPOSE_VARIANTS), checks the result against
 eager PyTorch with TF32 off (max abs error; the same for eager with cuDNN TF32 on, for scale) and
 times it with triton.testing.do_bench (median) against eager with cuDNN TF32 on (PyTorch's default)
 and off, and torch.compile (default flags). It prints a table and rewrites the JSON after each
@@ -47,6 +48,22 @@ VARIANTS = [
     "taps-tf32-64x128x32:k_loop=taps,precision=tf32,BLOCK_M=64,BLOCK_N=128,BLOCK_K=32,num_warps=4,num_stages=3",
     "taps-tf32-128x128x16:k_loop=taps,precision=tf32,BLOCK_M=128,BLOCK_N=128,BLOCK_K=16,num_warps=8,num_stages=4",
     "taps-tf32-256x64x32:k_loop=taps,precision=tf32,BLOCK_M=256,BLOCK_N=64,BLOCK_K=32,num_warps=8,num_stages=3",
+]
+
+# --transpose-menu: the transposed convs' K loop (live_taps=0: the loop before the live-tap loop, every
+# tap behind an `if`) and tiles for the live-tap loop, which pipelines (num_stages counts). A config
+# value of digits is an int (harness.parse_variant): 0 turns a boolean key off.
+TRANSPOSE_VARIANTS = [
+    "port:",
+    "if-taps:live_taps=0",
+    "live-64x64x32-s3:BLOCK_M=64,BLOCK_N=64,BLOCK_K=32,num_warps=4,num_stages=3",
+    "live-64x64x32-s4:BLOCK_M=64,BLOCK_N=64,BLOCK_K=32,num_warps=4,num_stages=4",
+    "live-128x64x32-s3:BLOCK_M=128,BLOCK_N=64,BLOCK_K=32,num_warps=4,num_stages=3",
+    "live-128x64x32-w8-s3:BLOCK_M=128,BLOCK_N=64,BLOCK_K=32,num_warps=8,num_stages=3",
+    "live-128x128x32-s3:BLOCK_M=128,BLOCK_N=128,BLOCK_K=32,num_warps=8,num_stages=3",
+    "live-64x128x32-s3:BLOCK_M=64,BLOCK_N=128,BLOCK_K=32,num_warps=4,num_stages=3",
+    "live-256x64x32-s3:BLOCK_M=256,BLOCK_N=64,BLOCK_K=32,num_warps=8,num_stages=3",
+    "live-128x64x16-s4:BLOCK_M=128,BLOCK_N=64,BLOCK_K=16,num_warps=4,num_stages=4",
 ]
 
 DIRECT_KEYS = ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages")
@@ -113,9 +130,11 @@ def summary(rows: list[dict]) -> dict[str, dict]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = harness.parser(__doc__, time_limit=400.0, time_help="seconds; later tasks are skipped")
+    parser.add_argument("--transpose-menu", action="store_true", help="TRANSPOSE_VARIANTS as the menu")
     harness.add_dry_run(parser, "tiny sizes on the CPU interpreter")
     args = parser.parse_args(argv)
-    rows = harness.probe_tasks(args, VARIANTS, probe_task, print_row, summary,
+    menu = TRANSPOSE_VARIANTS if args.transpose_menu else VARIANTS
+    rows = harness.probe_tasks(args, menu, probe_task, print_row, summary,
                                harness.meta(args, eager_flags=harness.EAGER_FLAGS))
     harness.print_geomeans(summary(rows), width=28)
 

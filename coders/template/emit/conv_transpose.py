@@ -9,14 +9,17 @@ i = (o + padding - t * dilation) / stride where that is whole and inside the inp
 element is written once by one program (no atomics, no zero-fill pass), so the fused epilogue runs on
 the finished fp32 tile, as in emit/matmul/.
 
-One program computes BLOCK_M output pixels x BLOCK_N output channels of one group. The K loop is
-two loops: taps outside (the input position and its mask are computed once per tap for the tile's
-rows), input channels of the group inside in BLOCK_K chunks, one tl.dot each (with few input channels
-per group, config k_loop="fma": one FMA outer product per channel, emit/conv_fma.py). Under stride > 1 only
-about 1 / stride^D of the (pixel, tap) pairs are whole: the default stride-phase form (`phases`) gives each
-program the pixels of one phase o = r + stride * q, for which a tap is live or dead as a whole, and
-skips the dead taps; the plain form (config phases=False: pixels in order, spatial fastest, so
-stores are contiguous along M) masks them row by row.
+One program computes BLOCK_M output pixels x BLOCK_N output channels of one group. Under stride > 1
+only about 1 / stride^D of the (pixel, tap) pairs are whole: the default stride-phase form (`phases`)
+gives each program the pixels of one phase o = r + stride * q, for which a tap is live or dead as a
+whole; the plain form (config phases=False: pixels in order, spatial fastest, so stores are
+contiguous along M) masks the dead pairs row by row. The K loop (emit/conv_transpose_loop.py) walks
+taps x the group's input channels in BLOCK_K chunks, one tl.dot each (with few input channels per
+group, config k_loop="fma": one FMA outer product per channel, emit/conv_fma.py); each row's input
+position and mask are computed per tap, not per element. The stride-phase form's default loop
+(config live_taps) walks the phase's live taps only, as one loop over (live tap, channel block) that
+Triton software-pipelines; live_taps=False keeps the loop before it (every tap, an `if` skipping the
+dead ones, a channel loop inside) as a probe variant.
 
 Precision: fp32 operands port with "tf32" dots, as eager's cuDNN runs fp32 transposed convolutions
 by default (torch.backends.cudnn.allow_tf32; the verifier judges a task whose reference convolves
@@ -38,8 +41,9 @@ the forward conv's does: the launcher makes BLOCK_N hold every channel (emit/cha
 
 from __future__ import annotations
 
-from coders.template.emit import channel_reduce, conv, conv_fma
+from coders.template.emit import channel_reduce, conv, conv_fma, conv_transpose_loop
 from coders.template.emit.common import Axis, Writer, check_operands, ptr, tile_epilogue, var
+from coders.template.emit.conv_transpose_loop import split
 from coders.template.emit.launch import Launcher, autotune_configs, kernel_header, output_alloc, wrap_call
 from coders.template.ir import Kernel
 
@@ -92,26 +96,21 @@ def _per_dim(prefixes: tuple[str, ...], dims: int) -> list[str]:
     return [f"{p}{j}" for p in prefixes for j in range(dims)]
 
 
-def _split(w: Writer, flat: str, sizes: list[str], names: list[str], rest: str) -> None:
-    """names[j] = the j-th coordinate of `flat` over `sizes` (last fastest)."""
-    if len(names) == 1:
-        w(f"{names[0]} = {flat}")
-        return
-    w(f"{rest} = {flat}")
-    for j in range(len(names) - 1, 0, -1):
-        w(f"{names[j]} = {rest} % {sizes[j]}")
-        w(f"{rest} = {rest} // {sizes[j]}")
-    w(f"{names[0]} = {rest}")
-
-
 def phases(kernel: Kernel) -> bool:
     """The stride-phase form (the default): outputs o = r + stride * q of one phase r share their live
     taps, those with (r + padding - t * dilation) divisible by the stride, so a program runs over one
-    phase's pixels and skips the dead taps with a scalar test, where the plain gather form masks them
+    phase's pixels and walks its live taps only (live_taps), where the plain gather form masks them
     row by row: stride 2 in 2-D does 1/4 of the plain form's dot work (1/8 in 3-D). Its rows read
     consecutive input pixels; its stores are strided by the stride. With stride 1 there is one phase
     and the two forms do the same work. `phases: False` in the config gives the plain form."""
     return bool(kernel.config.get("phases", True))
+
+
+def live_taps(kernel: Kernel) -> bool:
+    """The stride-phase form's live-tap loop (the default): it walks only the phase's live taps, with
+    no test, merged with the channel blocks into one loop that Triton can pipeline (module docstring).
+    `live_taps: False` gives the form before it: every tap, the dead ones skipped by an `if`."""
+    return phases(kernel) and bool(kernel.config.get("live_taps", True))
 
 
 def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
@@ -120,6 +119,8 @@ def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
     x, wt = _input_values(kernel)
     sizes = ["M", "C_in", "cin_g", "cout_g", "C_out", "S_in", "S_out"]
     geometry = _per_dim(("in", "out", "ks", "st", "pad", "dil"), d)
+    if live_taps(kernel):
+        geometry += _per_dim(("tst", "tinv"), d)  # the live taps' step and an inverse (its module)
     params = [ptr(x), ptr(wt)] + _operand_params(kernel) + [ptr(o.value) for o in kernel.outputs] + \
         sizes + geometry
     kernel_header(w, kernel, name, params, ["BLOCK_M", "BLOCK_N", "BLOCK_K", *conv_fma.constexprs(kernel)],
@@ -145,15 +146,10 @@ def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
     w("w_group = pid_g.to(tl.int64) * n_taps * cin_g * cout_g")
     w("w_cols = w_group + offs_n * n_taps * cin_g")
     w("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)")
-    w("for tap in range(0, n_taps):")
-    w.indent()
-    _split(w, "tap", [f"ks{j}" for j in range(d)], [f"t{j}" for j in range(d)], "rest_t")
-    if phases(kernel):
-        _phase_tap(w, kernel, d)
+    if live_taps(kernel):
+        conv_transpose_loop.live_tap_loop(w, kernel, d)
     else:
-        _plain_tap(w, d)
-        _channel_loop(w, kernel, d)
-    w.dedent()
+        conv_transpose_loop.tap_loop(w, kernel, d, phases(kernel))
     _epilogue(w, kernel)
     w.dedent()
     w()
@@ -165,21 +161,21 @@ def _plain_rows(w: Writer, d: int) -> None:
     w("# each row's output pixel: batch, then spatial coordinates")
     w("batch = offs_m // S_out")
     w("spatial = offs_m % S_out")
-    _split(w, "spatial", [f"out{j}" for j in range(d)], [f"o{j}" for j in range(d)], "rest")
+    split(w, "spatial", [f"out{j}" for j in range(d)], [f"o{j}" for j in range(d)], "rest")
 
 
 def _phase_rows(w: Writer, d: int) -> None:
     w("# grid axis 2: the group (its input channels feed its output channels only) and the stride")
     w("# phase r, the output pixels o = r + stride * q (last spatial dim fastest)")
     w(f"pid_g = tl.program_id(2) // ({' * '.join(f'st{j}' for j in range(d))})")
-    _split(w, f"tl.program_id(2) % ({' * '.join(f'st{j}' for j in range(d))})",
+    split(w, f"tl.program_id(2) % ({' * '.join(f'st{j}' for j in range(d))})",
            [f"st{j}" for j in range(d)], [f"r{j}" for j in range(d)], "rest_r")
     for j in range(d):
         w(f"nq{j} = (out{j} + st{j} - 1) // st{j}")
     w(f"S_q = {' * '.join(f'nq{j}' for j in range(d))}")
     w("# each row's output pixel: batch, then its phase coordinates q (M counts the largest phase)")
     w("batch = offs_m // S_q")
-    _split(w, "offs_m % S_q", [f"nq{j}" for j in range(d)], [f"q{j}" for j in range(d)], "rest")
+    split(w, "offs_m % S_q", [f"nq{j}" for j in range(d)], [f"q{j}" for j in range(d)], "rest")
     w("m_in = offs_m < M")
     for j in range(d):
         w(f"o{j} = r{j} + st{j} * q{j}")
@@ -188,55 +184,6 @@ def _phase_rows(w: Writer, d: int) -> None:
     for j in range(1, d):
         pixel = f"({pixel}) * out{j} + o{j}" if j > 1 else f"{pixel} * out{j} + o{j}"
     w(f"spatial = {pixel}")
-
-
-def _plain_tap(w: Writer, d: int) -> None:
-    w("# the input pixel each row reads through this tap: i = (o + pad - t * dil) / stride, where")
-    w("# whole and inside the input (p >= 0 is tested first: no reliance on how // rounds negatives)")
-    w("hit = m_in")
-    for j in range(d):
-        w(f"p{j} = o{j} + pad{j} - t{j} * dil{j}")
-        w(f"i{j} = p{j} // st{j}")
-        w(f"hit = hit & (p{j} >= 0) & (i{j} * st{j} == p{j}) & (i{j} < in{j})")
-
-
-def _phase_tap(w: Writer, kernel: Kernel, d: int) -> None:
-    w("# the tap is live for the whole phase when r + pad - t * dil is a multiple of the stride")
-    w("# (true whichever way % rounds negatives); then i = q + (r + pad - t * dil) / stride")
-    for j in range(d):
-        w(f"e{j} = r{j} + pad{j} - t{j} * dil{j}")
-    w(f"if {' & '.join(f'(e{j} % st{j} == 0)' for j in range(d))}:")
-    w.indent()
-    w("hit = m_in")
-    for j in range(d):
-        w(f"i{j} = q{j} + e{j} // st{j}  # an exact division")
-        w(f"hit = hit & (i{j} >= 0) & (i{j} < in{j})")
-    _channel_loop(w, kernel, d)
-    w.dedent()
-
-
-def _channel_loop(w: Writer, kernel: Kernel, d: int) -> None:
-    """acc += x[rows' input pixels, channel chunk] @ w[channel chunk, this tap, columns]."""
-    x, wt = _input_values(kernel)
-    pixel = "i0"
-    for j in range(1, d):
-        pixel = f"({pixel}) * in{j} + i{j}" if j > 1 else f"{pixel} * in{j} + i{j}"
-    w(f"a_rows = x_rows + ({pixel}) * C_in" if channels_last(kernel) else f"a_rows = x_rows + {pixel}")
-    if conv_fma.uses_fma(kernel):  # few input channels: outer products, not dots (emit/conv_fma.py)
-        conv_fma.channel_loop(w, kernel, ptr(x), ptr(wt), "1" if channels_last(kernel) else "S_in")
-        return
-    w("for c0 in range(0, cin_g, BLOCK_K):")
-    w.indent()
-    w("ci = c0 + offs_k")
-    w("k_in = ci < cin_g")
-    channel = "ci" if channels_last(kernel) else "ci * S_in"
-    w(f"a = tl.load({ptr(x)} + a_rows[:, None] + ({channel})[None, :],")
-    w("            mask=hit[:, None] & k_in[None, :], other=0.0)")
-    w("# a [BLOCK_N, BLOCK_K] tile along K (the layout TF32 tensor-core dots read), transposed in the dot")
-    w(f"b = tl.load({ptr(wt)} + w_cols[:, None] + (tap * cin_g + ci)[None, :],")
-    w("            mask=n_in[:, None] & k_in[None, :], other=0.0)")
-    conv.dot(w, kernel)
-    w.dedent()
 
 
 def _epilogue(w: Writer, kernel: Kernel) -> None:
@@ -285,6 +232,8 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
             f"{x}.shape[1] // _groups", "_cout_g", "_cout_g * _groups", f"math.prod({x}.shape[2:])",
             "_s_out", f"*{x}.shape[2:]", "*_out", f"*{wt}.shape[2:]", "*_stride", "*_padding",
             "*_dilation"]
+    if live_taps(kernel):
+        args += conv_transpose_loop.launch_args(w)
     consts = ["BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages"]
     kw = channel_reduce.launch_blocks(w, kernel, consts, "_cout_g", "_groups", lambda m, n: (
         f"(triton.cdiv(_m, {m}), triton.cdiv(_cout_g, {n}), _groups * _phases)"))
