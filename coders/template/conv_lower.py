@@ -21,8 +21,9 @@ Two forms (the traced shapes choose, both are correct at every size):
           taps loop reads a channels-last copy of the input ("channels_last"), so that a tile
           row's channel block is one contiguous vector load. Groups of at most 8 input and fewer
           than 64 output channels take FMA outer products instead of dots ("fma", emit/conv_fma.py);
-          an fp32 conv with at most 8 input and at least 64 output channels (one group) takes
-          dots over contiguous runs of a window row's taps x channels ("runs", emit/conv_runs.py).
+          an fp32 conv with at most 8 input and at least 64 output channels, or 8 input and at least
+          16 (one group), takes dots over contiguous runs of a window row's taps x channels ("runs",
+          emit/conv_runs.py).
   direct  every output channel reads one input channel (depthwise: C_in/groups == 1). A dot tile
           needs K >= 16 and N >= 16 per group; here K is the kernel volume (9 for 3x3) and N the
           channel multiplier (usually 1), so a GEMM tile would be >= 15/16 padding and one group
@@ -121,7 +122,7 @@ def lower_conv(graph: Graph, ir: ProgramIR, node: GNode) -> Kernel:
     if form == "gemm" and conv_runs.suits(per_group_in, out_shape[1] // a["groups"], _prod(w_node.shape[2:]),
                                           a["groups"], dilation[-1], dtype):
         # few input, many output channels: dots over runs of a window row's taps x channels
-        config = dict(conv_runs.PORT_CONFIG)
+        config = conv_runs.port_config(out_shape[1] // a["groups"])
     return Kernel(name=node.name, kind="conv", space=space, operands=operands, body=body,
                   outputs=[output], config=config)
 

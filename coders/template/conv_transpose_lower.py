@@ -30,13 +30,17 @@ from coders.template.trace import Ref, unsupported
 # per group (tl.dot needs at least 16).
 # phases: the stride-phase form, which skips the taps a stride leaves dead (emit/conv_transpose.py);
 # live_taps: its K loop walks the phase's live taps x channel blocks as one pipelined loop
-# (emit/conv_transpose_loop.py). The tiles were chosen for the loop before live_taps, which did not
-# pipeline; to choose them again, time benchmarks/probes/2026-11-26-conv/run.py --transpose-menu
-# (its TRANSPOSE_VARIANTS) and set the tile keys here (CONV_TRANSPOSE_CONFIG_16 overrides three of
-# them for 16-bit inputs; lower_conv_transpose then fits BLOCK_N, BLOCK_K and BLOCK_M to the channels).
-CONV_TRANSPOSE_CONFIG = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4, "num_stages": 2,
+# (emit/conv_transpose_loop.py). With it, 128 x 64 x 32 tiles, 4 warps, 3 stages led an H100 probe of
+# 10 level-2 and 7 level-1 KernelBench transposed convs (benchmarks/probes/2026-11-26-conv/
+# h100-transpose-live-l1/l2.json): geomean over eager 2.08x (level 2) / 1.44x (level 1) against
+# 1.93x / 1.32x for the 64 x 64 x 32, 2-stage tiles of before, and 1.49x / 1.22x for the `if` loop
+# (live_taps False) that did not pipeline.
+CONV_TRANSPOSE_CONFIG = {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4, "num_stages": 3,
                          "precision": "ieee", "phases": True, "live_taps": True}
-CONV_TRANSPOSE_CONFIG_16 = {**CONV_TRANSPOSE_CONFIG, "BLOCK_M": 128, "BLOCK_K": 64, "num_warps": 8}
+CONV_TRANSPOSE_CONFIG_16 = {**CONV_TRANSPOSE_CONFIG, "BLOCK_M": 128, "BLOCK_K": 64, "num_warps": 8,
+                            "num_stages": 2}
+# BLOCK_M x BLOCK_N of a tile narrower than 64 output channels: the tiles' areas before the probe
+NARROW_AREA = {"float32": 64 * 64, "float16": 128 * 64, "bfloat16": 128 * 64}
 MODULES = {nn.ConvTranspose1d: 1, nn.ConvTranspose2d: 2, nn.ConvTranspose3d: 3}
 OPS = {"conv_transpose1d": 1, "conv_transpose2d": 2, "conv_transpose3d": 3}
 PARAMS = ["input", "weight", "bias", "stride", "padding", "output_padding", "groups", "dilation"]
@@ -120,12 +124,12 @@ def lower_conv_transpose(graph, ir: ProgramIR, node, body) -> Kernel:
     config = dict(CONV_TRANSPOSE_CONFIG_16 if dtype in ("float16", "bfloat16") else CONV_TRANSPOSE_CONFIG)
     w_shape = graph.node(w.name).shape
     groups = max(1, out_shape[1] // max(1, w_shape[1]))
-    area = config["BLOCK_M"] * config["BLOCK_N"]
     config["BLOCK_N"] = min(config["BLOCK_N"], pow2_at_least_16(w_shape[1]))
     config["BLOCK_K"] = min(config["BLOCK_K"], pow2_at_least_16(w_shape[0] // groups))
-    # few output channels per group: more pixels per program keep the tile's area (a guess, not yet
-    # measured; the tile and autotune steps choose from here)
-    config["BLOCK_M"] = min(256, max(config["BLOCK_M"], area // config["BLOCK_N"]))
+    if config["BLOCK_N"] < CONV_TRANSPOSE_CONFIG["BLOCK_N"]:
+        # few output channels per group: more pixels per program, keeping the area of the port's tile
+        # before the probe (a guess, not measured; the tile and autotune steps choose from here)
+        config["BLOCK_M"] = min(256, max(64, NARROW_AREA.get(dtype, 64 * 64) // config["BLOCK_N"]))
     if conv_fma.suits(w_shape[0] // groups, w_shape[1], _prod(w_shape[2:])):
         # few input channels per group: FMA outer products in fp32, read from NC* (emit/conv_fma.py)
         config.update(conv_fma.port_config(w_shape[1]))

@@ -75,7 +75,9 @@ def test_tile_steps_keep_the_runs_loop(tmp_path):
 @pytest.mark.parametrize("args, c_in, c_out, k_loop", [
     ("padding=1", 8, 64, "runs"),                # level 2's 8 -> 64 convs
     ("padding=1", 3, 96, "runs"),                # an RGB input layer
-    ("padding=1", 8, 32, "fma"),                 # fewer output channels: the FMA loop (conv_fma.MAX_OUT)
+    ("padding=1", 8, 16, "runs"),                # 8 channels fill most of a run's K block of 16
+    ("padding=1", 3, 32, "fma"),                 # 3 channels pad it: the FMA loop (conv_runs.MIN_OUT)
+    ("padding=1", 8, 8, "fma"),                  # too few output channels for a dot tile
     ("padding=1", 16, 64, "taps"),               # a full channel block: the taps loop
     ("padding=1, dilation=(1, 2)", 8, 64, "fma"),  # a dilated last dim has no contiguous run
     ("padding=1, groups=2", 8, 64, "fma"),       # 4 -> 32 per group; a group is not one run
@@ -86,6 +88,7 @@ def test_port_takes_the_runs_loop_for_few_input_and_many_output_channels(args, c
     assert conv.config["k_loop"] == k_loop
     if k_loop == "runs":
         assert conv.config["precision"] == "tf32" and conv.config["tf32_round"]
+        assert conv.config["BLOCK_N"] == (64 if c_out >= 64 else 32)
 
 
 def test_the_ported_runs_loop_matches_pytorch(tmp_path):

@@ -19,13 +19,19 @@ where the last dim's dilation is 1 and every channel belongs to the group (group
 the first, the launcher the second. A conv padded along the last dim masks the run's elements that
 fall outside the input (one division by C per element); an unpadded one needs no such mask.
 
-The port takes it for fp32 convs of at most MAX_IN input channels and at least MIN_OUT output channels
-(`suits`), with TF32 dots on operands rounded to nearest in the channels-last copy (emit/conv_pack.py).
-On an H100 (benchmarks/probes/2026-11-26-conv/h100-runs.json, KernelBench level 2) its 128 x 64 x 16
-tiles ran the five 8 -> 64 convs 1.35-2.0x faster than the FMA loop (67 5.65 -> 3.57 ms, 73 1.57 ->
-1.13, 87 4.44 -> 3.30, 57 1.00 -> 0.57, the 3-D 90 10.56 -> 5.24), tied with 32 output channels
-(21 0.93x, the 3-D 7 1.05x) and lost with 16 (27 0.82x, 48 0.37x), where a 64-wide tile is mostly
-padding; BLOCK_K 32 ran 1.2-1.9x slower than 16 on all nine.
+The port takes it for fp32 convs of at most MAX_IN input channels and at least MIN_OUT output channels,
+or of exactly MAX_IN input and at least 16 output channels (`suits`), with TF32 dots on operands rounded
+to nearest in the channels-last copy (emit/conv_pack.py). On an H100 (benchmarks/probes/2026-11-26-conv/
+h100-runs.json, h100-runs-narrow-l1/l2.json; KernelBench):
+  - 128 x 64 x 16 tiles ran the five level-2 8 -> 64 convs 1.35-2.0x faster than the FMA loop (67 5.65 ->
+    3.57 ms, 73 1.57 -> 1.13, 87 4.44 -> 3.30, 57 1.00 -> 0.57, the 3-D 90 10.56 -> 5.24), and level 1's
+    3 -> 96 (50) and 3 -> 64 3-D convs (54, 60) 1.2-2.1x faster than both the FMA and the flat loop;
+  - with 8 input and 16-32 output channels, 128 x 32 tiles beat the FMA loop by 1.1-1.4x (3-D 7 5.97 ->
+    4.22 ms, 8 3.90 -> 3.55, 21 3.24 -> 2.97); with 3 input channels and 16-24 output channels the FMA
+    loop stays ahead (48 1.24 against 2.48 ms, 23 1.06 against 1.16, 27 even), the run of 9 or 12 floats
+    padding its K block of 16;
+  - BLOCK_K 32 ran 1.2-1.9x slower than 16; with 16 output channels a 256 x 16 tile ran slower than
+    128 x 32 (8: 4.42 against 3.55 ms).
 """
 
 from __future__ import annotations
@@ -36,19 +42,25 @@ from coders.template.emit import conv
 from coders.template.emit.common import FusionError, Writer
 from coders.template.ir import Kernel
 
-# The port's bounds: at most MAX_IN input channels (conv_fma.MAX_IN: more make the taps loop's channel
-# blocks full) and at least MIN_OUT output channels, where the FMA loop trails (module docstring)
-MAX_IN, MIN_OUT = 8, 64
+# The port's bounds (module docstring): at most MAX_IN input channels (more fill the taps loop's channel
+# blocks) and at least MIN_OUT output channels, or MAX_IN input channels and at least MIN_OUT_FULL_RUNS
+MAX_IN, MIN_OUT, MIN_OUT_FULL_RUNS = 8, 64, 16
 PORT_CONFIG = {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 16, "num_warps": 4, "num_stages": 3,
                "k_loop": "runs", "precision": "tf32", "tf32_round": True}
 
 
 def suits(in_per_group: int, out_per_group: int, taps: int, groups: int, last_dilation: int,
           dtype: torch.dtype) -> bool:
-    """Whether the port should take the runs loop: an fp32 conv with few input and many output channels,
-    more than one tap, one group and an undilated last dim (the run must be contiguous)."""
-    return dtype == torch.float32 and in_per_group <= MAX_IN and out_per_group >= MIN_OUT and taps > 1 \
-        and groups == 1 and last_dilation == 1
+    """Whether the port should take the runs loop: an fp32 conv with few input channels and enough
+    output channels, more than one tap, one group and an undilated last dim (the run is contiguous)."""
+    wide = out_per_group >= MIN_OUT or (in_per_group == MAX_IN and out_per_group >= MIN_OUT_FULL_RUNS)
+    return dtype == torch.float32 and in_per_group <= MAX_IN and wide and taps > 1 and groups == 1 \
+        and last_dilation == 1
+
+
+def port_config(out_per_group: int) -> dict:
+    """128 x 64 tiles, 128 x 32 below 64 output channels (even for 16: the probe's 256 x 16 was slower)."""
+    return {**PORT_CONFIG, "BLOCK_N": 64 if out_per_group >= 64 else 32}
 
 
 def uses_runs(kernel: Kernel) -> bool:
