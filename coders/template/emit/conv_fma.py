@@ -31,7 +31,8 @@ from coders.template.ir import Kernel
 # h100-fma-*.json) it ran 1.5-3.7x the flat loop's TF32 dots with 16-32 output channels (level 2's
 # 3-D convs and transposed convs) and 1.1-1.7x with 64 (level 2's ten 2-D convs 8 -> 64, level 1's
 # 3-D convs 54 and 59); with 64 the dots won on three 3-D convs (90_Conv3d 4%, level-1 60 and 66
-# 15-17%), and with 96 (level-1 50, 11x11) by 1.3x.
+# 15-17%), and with 96 (level-1 50, 11x11) by 1.3x. A forward fp32 conv the runs loop suits
+# (emit/conv_runs.py: 64 output channels or more, or 8 input channels) takes that loop instead.
 MAX_IN, MAX_OUT = 8, 64
 # autotune's tiles (BLOCK_M, BLOCK_N, num_warps, num_stages): FMAs want many per thread and enough
 # programs; BLOCK_K is a parameter of the kernels the loop does not use
