@@ -17,6 +17,10 @@ task, by speedup over torch.compile, worst first). --export DIR lays the latest 
 folder (<task>/kernel.py, <task>/bench.json) for `benchmarks/kb_eval.py --bench DIR`; --json PATH writes
 the latest rows, each with its folder's `where` and measured `commit`. Git runs in --repo (default: the
 working directory), whose benchmarks/results.csv is the manifest read.
+
+A bench folder cut off before its report (a call's deadline) has no results.json and so no manifest
+row, but its task folders' bench.json hold verdicts: `--unlisted <archive commit>:benchmarks/results/
+<folder>@<commit measured>` (repeatable) adds one, dated by the measured commit's committer date.
 """
 
 from __future__ import annotations
@@ -70,30 +74,57 @@ def committed_at(repo: Path, commit: str) -> int:
         return -1
 
 
-def runs_in_order(repo: Path, suite: str) -> list[dict[str, str]]:
-    """The manifest's rows of `suite`, oldest first (sorted is stable: ties keep the manifest's order)."""
+def unlisted_run(repo: Path, spec: str) -> dict[str, str]:
+    """A folder with no manifest row, `<archive commit>:<path>@<commit measured>`, as a manifest row."""
+    where, _, measured = spec.rpartition("@")
+    if not where or ":" not in where:
+        raise SystemExit(f"--unlisted {spec!r}: expected <archive commit>:<path>@<commit measured>")
+    try:
+        date = git(repo, "log", "-1", "--format=%cs", measured, "--").strip()
+    except subprocess.CalledProcessError:
+        raise SystemExit(f"--unlisted {spec!r}: commit {measured} is not in the repository") from None
+    return {"date": date, "commit": measured, "where": where}
+
+
+def runs_in_order(repo: Path, suite: str, unlisted: list[str] = ()) -> list[dict[str, str]]:
+    """The manifest's rows of `suite` and the unlisted folders, oldest first (sorted is stable: ties
+    keep the manifest's order)."""
     runs = [r for r in read_manifest(repo / MANIFEST) if r["suite"] == suite]
+    runs += [unlisted_run(repo, spec) for spec in unlisted]
     # many folders share a commit: ask git, and warn, once per commit
     when = {commit: committed_at(repo, commit) for commit in dict.fromkeys(r["commit"] for r in runs)}
     return sorted(runs, key=lambda r: (r["date"], when[r["commit"]]))
 
 
 def archived_rows(repo: Path, where: str) -> list[dict] | None:
-    """The task rows of a manifest folder's results.json, read from its archive commit; None if absent."""
+    """The task rows of a folder's results.json, read from its archive commit, or for a run cut off
+    before its report its task folders' bench.json rows (kb_families.rows_of on the archive); None if
+    the folder is absent."""
     commit, path = where.split(":", 1)
     try:
         return json.loads(git(repo, "show", f"{commit}:{path}/results.json"))["tasks"]
     except subprocess.CalledProcessError:
+        pass
+    try:
+        names = git(repo, "ls-tree", "--name-only", f"{commit}:{path}").split()
+    except subprocess.CalledProcessError:
         return None
+    rows = []
+    for name in names:
+        try:
+            rows.append(json.loads(git(repo, "show", f"{commit}:{path}/{name}/bench.json"))["row"])
+        except subprocess.CalledProcessError:
+            continue  # not a task folder
+    return rows
 
 
-def latest_rows(repo: Path, suite: str) -> dict[str, Latest]:
+def latest_rows(repo: Path, suite: str, unlisted: list[str] = ()) -> dict[str, Latest]:
     """Each task of the suite at its latest run."""
     latest: dict[str, Latest] = {}
-    for run in runs_in_order(repo, suite):
+    for run in runs_in_order(repo, suite, unlisted):
         rows = archived_rows(repo, run["where"])
         if rows is None:
-            warn(f"{run['where']}: no results.json in the repository's history; skipped")
+            warn(f"{run['where']}: not in the repository's history; skipped")
             continue
         for row in rows:
             if interrupted(row) and row["task"] in latest:
@@ -172,9 +203,11 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--export", type=Path, help="write the latest programs here as a bench folder")
     parser.add_argument("--json", type=Path, help="write the latest rows here")
     parser.add_argument("--repo", type=Path, default=Path.cwd(), help="the repository (default: here)")
+    parser.add_argument("--unlisted", action="append", default=[],
+                        help="<archive commit>:<path>@<commit measured>: a cut-off run, no manifest row")
     args = parser.parse_args(argv)
     families = args.families.split(",") if args.families else None
-    latest = selected(latest_rows(args.repo, args.suite), families)
+    latest = selected(latest_rows(args.repo, args.suite, args.unlisted), families)
     print(f"{args.suite}, each task at its latest run ({', '.join(families or ['all families'])}):\n")
     print("\n".join(family_table(latest)))
     if args.tasks:

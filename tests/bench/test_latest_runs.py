@@ -86,7 +86,7 @@ def test_an_interrupt_does_not_replace_an_earlier_verdict_but_stands_alone(repo)
 
 def test_a_folder_missing_from_the_history_is_skipped_with_a_note(repo, capsys):
     latest_runs.latest_rows(repo, ".kb/l2")
-    assert "benchmarks/results/2026-12-01-gone: no results.json in the repository's history; skipped" \
+    assert "benchmarks/results/2026-12-01-gone: not in the repository's history; skipped" \
         in capsys.readouterr().err
 
 
@@ -130,3 +130,31 @@ def test_json_holds_the_latest_rows_and_where_they_are(repo, tmp_path):
     assert data["suite"] == ".kb/l2" and len(data["tasks"]) == 5
     first = data["tasks"][0]
     assert first["task"] == "1_Conv2d_ReLU" and first["where"].endswith(":benchmarks/results/2026-12-01-a")
+
+
+def test_an_unlisted_cut_off_folder_counts_by_its_task_folders(tmp_path):
+    """A run cut off before its report has only <task>/bench.json: --unlisted adds it, in time order."""
+    repo = tmp_path
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    for key, value in (("user.name", "t"), ("user.email", "t@t"), ("commit.gpgsign", "false")):
+        subprocess.run(["git", "config", key, value], cwd=repo, check=True)
+    write_folder(repo, "listed", [row("1_Conv2d_ReLU", 2.0, 0.5), row("2_ConvTranspose2d_Add", 4.0, 2.0)])
+    listed = commit(repo, "archive the listed run", when=1796000000)
+    cut = repo / "benchmarks" / "results" / "cut" / "1_Conv2d_ReLU"
+    cut.mkdir(parents=True)
+    (cut / "bench.json").write_text(json.dumps({"row": row("1_Conv2d_ReLU", 3.0, 1.5)}))
+    (cut.parent / "bench_config.json").write_text("{}")  # a file, not a task folder
+    later = commit(repo, "archive the cut run", when=1796003600)
+    with (repo / "benchmarks" / "results.csv").open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=FIELDS, lineterminator="\n")
+        writer.writeheader()
+        day = latest_runs.git(repo, "log", "-1", "--format=%cs", listed).strip()  # the day it was measured
+        writer.writerow(dict.fromkeys(FIELDS, "") | {"date": day, "commit": listed, "suite": ".kb/l2",
+                        "where": f"{listed}:benchmarks/results/listed"})
+    latest = latest_runs.latest_rows(repo, ".kb/l2", [f"{later}:benchmarks/results/cut@{later}"])
+    assert {t: i.folder for t, i in latest.items()} == {"1_Conv2d_ReLU": "cut",
+                                                         "2_ConvTranspose2d_Add": "listed"}
+    assert latest["1_Conv2d_ReLU"].row["speedup_compiled"] == 1.5
+    assert set(latest_runs.latest_rows(repo, ".kb/l2")) == {"1_Conv2d_ReLU", "2_ConvTranspose2d_Add"}
+    with pytest.raises(SystemExit, match="expected"):
+        latest_runs.latest_rows(repo, ".kb/l2", ["no-at-sign"])
