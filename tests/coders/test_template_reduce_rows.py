@@ -129,11 +129,12 @@ def test_the_step_is_on_the_menu_of_short_rows_only():
 @pytest.mark.parametrize("task, steps, why", [
     (rows_task("x.sum(1)"), ["rows 4"], "column reductions"),
     (local_task("groupnorm"), ["rows 4"], "GroupNorm"),
+    (rows_task("x.sum()"), ["rows 4"], "full reduction"),
     (rows_task(CASES["softmax"]), ["persistent", "rows 4"], "persistent"),
     (rows_task(CASES["softmax"]), ["rows 4", "persistent"], "not persistent"),
     (rows_task(CASES["softmax"]), ["rows 3"], "power of two"),
     (rows_task(CASES["softmax"]), ["rows 128"], "power of two"),
-], ids=["column", "groupnorm", "persistent_first", "persistent_after", "three", "too_many"])
+], ids=["column", "groupnorm", "full", "persistent_first", "persistent_after", "three", "too_many"])
 def test_steps_that_do_not_fit_are_refused(task, steps, why):
     with pytest.raises(CoderError, match=why):
         formed(task, steps)
@@ -141,9 +142,10 @@ def test_steps_that_do_not_fit_are_refused(task, steps, why):
 
 @pytest.mark.parametrize("forward, config", [
     ("x.sum(1)", {}),  # a column reduction
+    ("x.sum()", {}),  # a full reduction: one row
     (CASES["softmax"], {"persistent": True}),
     (CASES["softmax"], {"split_k": 4}),
-], ids=["column", "persistent", "split"])
+], ids=["column", "full", "persistent", "split"])
 def test_the_emitter_refuses_forms_of_one_row_per_program(forward, config):
     task = rows_task(forward)
     ir = ProgramIR.from_dict(formed(task, []).metadata["template_ir"])

@@ -75,6 +75,7 @@ class Layout:
         """Several rows per program: the plain row form only, ROWS a power of two."""
         cfg = self.kernel.config
         form = "a column reduction" if self.column else "GroupNorm" if self.groups else \
+            "a full reduction" if self.d0 == 0 else \
             "a split reduction" if cfg.get("split_k", 1) > 1 else \
             "a persistent kernel" if cfg.get("persistent") else None
         if form:

@@ -161,6 +161,7 @@ def _configure_rows(kernel: Kernel, rows: int) -> None:
     cfg = kernel.config
     _require(kernel.kind == "reduce" and not is_column(kernel) and not kernel.space.get("groups"),
              "rows applies to row reductions (not column reductions or GroupNorm)")
+    _require(kernel.space["red"][0] > 0, "a full reduction is one row")
     _require(0 < rows <= ROWS_MAX and rows & (rows - 1) == 0, f"rows must be a power of two up to {ROWS_MAX}")
     _require(not cfg.get("persistent") and cfg.get("split_k", 1) == 1,
              "persistent and split reductions take one row per program")
