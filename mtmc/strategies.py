@@ -6,7 +6,7 @@ Every strategy has one canonical text form that parses back to itself:
     fuse epilogue                         fuse the ops after a matmul/conv/reduction into its kernel
                                           (also: prologue, all, attention, softmax: see the coder)
     tile BLOCK_M=128 BLOCK_N=64 BLOCK_K=32
-    num_warps 8          num_stages 3          group_m 8          split_k 4
+    num_warps 8          num_stages 3          group_m 8          split_k 4          rows 16
     persistent           vectorize             autotune
     library conv2d                        keep a vendor-library call, fuse the ops around it
     precision tf32                        a reduced precision the task allows
@@ -37,6 +37,8 @@ KINDS: dict[str, tuple[bool, tuple[str, ...], str]] = {
                           "neighbouring programs reuse the same operand tiles from L2."),
     "split_k": (True, (), "Split the reduction dimension into {value} parallel chunks and combine the "
                           "partial results."),
+    "rows": (True, (), "Give each program {value} short rows of a row reduction as one [rows, columns] "
+                       "tile, reducing along the columns, instead of one row per program."),
     "persistent": (False, (), "Make the kernel persistent: launch one program per SM and loop over "
                               "tiles inside it."),
     "vectorize": (False, (), "Process several elements per thread with wide, contiguous loads."),

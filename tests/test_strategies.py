@@ -5,7 +5,7 @@ import pytest
 from mtmc.strategies import KINDS, Strategy, StrategyError
 
 EXAMPLES = ["port", "fuse epilogue", "tile BLOCK_M=128 BLOCK_N=64 BLOCK_K=32", "tile BLOCK=2048",
-            "num_warps 8", "num_stages 3", "group_m 8", "split_k 4", "persistent", "vectorize",
+            "num_warps 8", "num_stages 3", "group_m 8", "split_k 4", "rows 16", "persistent", "vectorize",
             "autotune", "library conv2d", "precision tf32", "fix compile_error", "stop"]
 
 

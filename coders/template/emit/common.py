@@ -36,7 +36,7 @@ RESERVED = {"pid", "pid_m", "pid_n", "pid_b", "offs", "mask", "row", "cols", "st
             "BLOCK_K", "GROUP_M", "ONE_PASS", "tile", "in_range", "r_mask", "i_mask", "col_mask",
             "offs_m", "offs_n", "offs_k", "rm", "rn", "out", "q", "v", "min", "max", "sum", "float",
             "int", "range", "len", "abs", "pow", "input", "G", "CPG", "HW", "block", "BY_CHANNEL",
-            "chan", "chunk", "n_chunks"}
+            "chan", "chunk", "n_chunks", "row_mask", "ROWS"}
 
 # the transposed-conv kernel's sizes and epilogue indices (emit/conv_transpose.py)
 RESERVED |= {"rb", "rc", "rs", "m_mask", "n_mask", "batch", "spatial", "C_in", "C_out", "cin_g", "cout_g",

@@ -23,7 +23,9 @@ def build(kernel: Kernel, depth: int) -> tuple[Layout, list[str], list[str]]:
     lay.check()
     bw = Writer()
     bw.depth = depth
-    lay.program(bw)
+    rows = lay.rows > 1
+    if not rows:
+        lay.program(bw)
     if kernel.config.get("persistent") and not lay.column:
         bw("# persistent: a fixed set of programs strides over the rows")
         bw("for row_id in range(tl.program_id(0), n_rows, tl.num_programs(0)):")
@@ -32,10 +34,17 @@ def build(kernel: Kernel, depth: int) -> tuple[Layout, list[str], list[str]]:
     bw("if ONE_PASS:")
     bw.indent()
     bw("# the whole reduced extent fits in one block: load once, keep it in registers")
+    if rows:
+        bw("# ROWS rows per program: a [ROWS, BLOCK] tile, each reduction one value per row")
+        lay.program_rows(bw)
     _one_pass(bw, kernel, lay)
     bw.dedent()
     bw("else:")
     bw.indent()
+    if rows:
+        bw("# a row walked in chunks has a program to itself: the launcher passes ROWS = 1")
+        bw("tl.static_assert(ROWS == 1)")
+        lay.program(bw)
     looped(bw, kernel, lay)
     text = "\n".join(bw.lines)
     return lay, bw.lines, [s for s in _SIZES if re.search(rf"\b{s}\b", text)]
@@ -49,7 +58,7 @@ def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
     lay, lines, sizes = build(kernel, w.depth + 1)
     operands = [var(o.value) if o.scalar else ptr(o.value) for o in kernel.operands]
     params = operands + [ptr(o.value) for o in kernel.outputs] + sizes
-    constexprs = ["BLOCK_M", "BLOCK_N"] if lay.column else ["BLOCK"]
+    constexprs = ["BLOCK_M", "BLOCK_N"] if lay.column else ["BLOCK"] + (["ROWS"] if lay.rows > 1 else [])
     if writes_by_channel(kernel, lay):
         constexprs.append("BY_CHANNEL")
     kernel_header(w, kernel, name, params, constexprs + ["ONE_PASS"],
@@ -60,9 +69,11 @@ def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
 
 def _one_pass(w: Writer, kernel: Kernel, lay: Layout) -> None:
     """The whole reduced extent in one block: every op once, on values held in registers."""
+    lay.tiled = lay.rows > 1
     lay.index(w, None)
     body = body_of(kernel, lay, analyse(kernel, lay)[0])
     for op in kernel.body:
         w(body.statement(op))
     for out in kernel.outputs:
         store(w, lay, out)
+    lay.tiled = False

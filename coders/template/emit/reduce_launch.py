@@ -15,6 +15,10 @@ from coders.template.ir import Kernel
 # (32003 fp32 columns, H200) took 1.02 ms held in one block of 32768 (32 warps), 1.52 ms in chunks
 ONE_PASS_FULL = 32768
 
+# the most values a program's [ROWS, BLOCK] tile of short rows holds (config ROWS): as many as the
+# widest single row the warp rule below gives 16 warps
+ROW_TILE = 16384
+
 
 def _prod(x: str, a: int, b: int) -> str:
     if b - a == 1:
@@ -112,12 +116,17 @@ def _launch_rows(w: Writer, kernel: Kernel, name: str, lay: Layout, args: list[s
     kw = ["BLOCK=BLOCK", "ONE_PASS=n_cols <= BLOCK"]
     if writes_by_channel(kernel, lay):
         kw.append("BY_CHANNEL=2 * HW >= BLOCK")  # a channel fills at least half a chunk
+    if lay.rows > 1:
+        _rows_per_program(w, lay.rows)
+        kw.insert(1, "ROWS=ROWS")
     if cfg.get("persistent"):
         w("grid = (min(n_rows, 2 * _num_programs(" + device + ")),)")
+    elif lay.rows > 1:
+        w("grid = (triton.cdiv(n_rows, ROWS),)")
     else:
         w("grid = (n_rows,)")
     if not cfg.get("autotune"):
-        kw += _row_options(w, cfg)
+        kw += _row_options(w, cfg, "ROWS * BLOCK" if lay.rows > 1 else "BLOCK")
     for line in _call(w, f"{name}[grid]", launch + kw):
         w(line)
 
@@ -137,14 +146,21 @@ def _row_sizes(w: Writer, x: str, lay: Layout) -> None:
             w(f"n_tail = {_prod(x, lay.tail, lay.d0)}")
 
 
-def _row_options(w: Writer, cfg: dict) -> list[str]:
-    """The launch options of a row kernel that is not autotuned."""
+def _rows_per_program(w: Writer, rows: int) -> None:
+    """ROWS for the launch: the config's in one pass, at most ROW_TILE values a tile; 1 for a row
+    walked in chunks (the kernel's looped form takes one row per program)."""
+    w(f"# short rows share a program: {rows} rows (at most {ROW_TILE} values) as one [ROWS, BLOCK] tile")
+    w(f"ROWS = min({rows}, max({ROW_TILE} // BLOCK, 1)) if n_cols <= BLOCK else 1")
+
+
+def _row_options(w: Writer, cfg: dict, tile: str) -> list[str]:
+    """The launch options of a row kernel that is not autotuned; `tile` counts a program's values."""
     kw = []
     if cfg.get("num_warps"):
         kw.append(f"num_warps={cfg['num_warps']}")
     else:
         w("# wide rows get more warps so each thread keeps a few elements in registers")
-        w("num_warps = 32 if BLOCK > 16384 else min(max(BLOCK // 256, 1), 16)")
+        w(f"num_warps = 32 if {tile} > 16384 else min(max({tile} // 256, 1), 16)")
         kw.append("num_warps=num_warps")
     if cfg.get("num_stages"):
         kw.append(f"num_stages={cfg['num_stages']}")

@@ -64,6 +64,24 @@ class Layout:
         self.grouped = self.online and "welford" not in kinds and not self.column and not self.groups \
             and kernel.config.get("split_k", 1) <= 1 \
             and chunk_of(kernel.config, self.online) >= 2 * LANE_GROUP
+        # ROWS > 1: a one-pass program takes ROWS rows as a [ROWS, BLOCK] tile (short rows, one warp
+        # each, leave most of a program idle); `tiled` is on while that form is written
+        self.rows = kernel.config.get("ROWS", 1)
+        self.tiled = False
+        if self.rows > 1:
+            self._check_rows()
+
+    def _check_rows(self) -> None:
+        """Several rows per program: the plain row form only, ROWS a power of two."""
+        cfg = self.kernel.config
+        form = "a column reduction" if self.column else "GroupNorm" if self.groups else \
+            "a full reduction" if self.d0 == 0 else \
+            "a split reduction" if cfg.get("split_k", 1) > 1 else \
+            "a persistent kernel" if cfg.get("persistent") else None
+        if form:
+            raise FusionError(f"ROWS={self.rows}: {form} takes one row per program")
+        if self.rows & (self.rows - 1):
+            raise FusionError(f"ROWS={self.rows}: rows per program must be a power of two")
 
     # --- addressing -------------------------------------------------------------------------------
     def address(self, dims: list[int], what: str) -> str:
@@ -74,6 +92,12 @@ class Layout:
         return address(self.axes, dims, what)
 
     def mask(self, dims: list[int], what: str) -> str | None:
+        mask = self._mask(dims, what)
+        if self.tiled and self._row_dims(dims):  # the tile's last rows may lie past n_rows
+            return f"{mask} & row_mask" if mask else "row_mask"
+        return mask
+
+    def _mask(self, dims: list[int], what: str) -> str | None:
         if self.groups:
             first = 2 if self.by_channel else 1  # by channel, a per-channel value is one scalar
             return "col_mask" if set(dims) & set(range(first, self.rank)) else None
@@ -146,6 +170,11 @@ class Layout:
         elif not self.kernel.config.get("persistent"):
             w("row = tl.program_id(0).to(tl.int64)")
 
+    def program_rows(self, w: Writer) -> None:
+        """The tile's rows, one per row of [ROWS, BLOCK]: per-row values are [ROWS, 1] columns."""
+        w("row = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)[:, None]")
+        w("row_mask = row < n_rows")
+
     def index(self, w: Writer, start: str | None, bound: str | None = None) -> None:
         offset = f"{start} + " if start else ""
         if self.column:
@@ -156,12 +185,14 @@ class Layout:
             w(f"cols = {offset}tl.arange(0, BLOCK // {g})[:, None] * {g} + tl.arange(0, {g})[None, :]")
             w(f"col_mask = cols < {bound or 'n_cols'}")
         else:
-            w(f"cols = {offset}tl.arange(0, BLOCK)")
+            tile = "[None, :]" if self.tiled else ""
+            w(f"cols = {offset}tl.arange(0, BLOCK){tile}")
             w(f"col_mask = cols < {bound or 'n_cols'}")
 
     def reduce(self, op: Op, arg: str) -> str:
         kind = op.op
-        text = f"{COMBINE[kind]}(tl.where({self.red_mask}, {arg}, {IDENTITY[kind]}), axis=0{self.keep})"
+        axis = "axis=1, keep_dims=True" if self.tiled else f"axis=0{self.keep}"  # a tile: one per row
+        text = f"{COMBINE[kind]}(tl.where({self.red_mask}, {arg}, {IDENTITY[kind]}), {axis})"
         return text + self.mean_divisor(op)
 
     def mean_divisor(self, op: Op) -> str:

@@ -15,10 +15,23 @@ from coders.template.emit.channel_reduce import reduces_channels
 from coders.template.ir import Kernel, ProgramIR
 from coders.template.lower import POINTWISE_CONFIG
 from coders.template.scans import WALK_KINDS
-from coders.template.steps.kernels import DOT_KINDS, dominant, dot_kernels, is_column, tf32_allowed, uses_dot
+from coders.template.steps.kernels import (
+    DOT_KINDS,
+    dominant,
+    dot_kernels,
+    is_column,
+    numel,
+    tf32_allowed,
+    uses_dot,
+)
 from mtmc.protocols import CoderError
 from mtmc.strategies import Strategy
 from mtmc.tasks import Task
+
+# a `rows` step: rows per program up to ROWS_MAX, for rows of at most ROWS_MAX_COLS columns (a short
+# row gives a one-row program a warp or less: LayerNorm over 64 columns)
+ROWS_MAX = 64
+ROWS_MAX_COLS = 1024
 
 
 def apply(ir: ProgramIR, task: Task, strategy: Strategy) -> ProgramIR:
@@ -90,6 +103,7 @@ def _configure(new: ProgramIR, task: Task, kernel: Kernel, strategy: Strategy) -
         _require(not cfg.get("persistent") and not cfg.get("autotune"),
                  "split reductions do not combine with persistent or autotuned kernels")
         _require(int(value) >= 1, "split_k must be positive")
+        _require(cfg.get("ROWS", 1) == 1, "a kernel of several rows per program is not split")
         cfg["split_k"] = int(value)
     elif kind == "split_k":
         _require(kernel.kind == "matmul", "split_k applies to matmul kernels")
@@ -101,7 +115,10 @@ def _configure(new: ProgramIR, task: Task, kernel: Kernel, strategy: Strategy) -
         _require(kernel.kind == "matmul" or (kernel.kind == "reduce" and not is_column(kernel)),
                  "persistent applies to matmul and row-reduction kernels")
         _require(cfg.get("split_k", 1) == 1, "split-K kernels are not persistent")
+        _require(cfg.get("ROWS", 1) == 1, "a kernel of several rows per program is not persistent")
         cfg["persistent"] = True
+    elif kind == "rows":
+        _configure_rows(kernel, int(value))
     elif kind == "vectorize":
         _require(kernel.kind == "pointwise", "vectorize applies to elementwise kernels")
         cfg["vectorize"] = True
@@ -136,6 +153,25 @@ def _configure_tile(kernel: Kernel, strategy: Strategy, args: dict[str, Any]) ->
     cfg.update({k: int(v) for k, v in args.items()})
     if by_form:
         cfg.pop("auto_block", None)
+
+
+def _configure_rows(kernel: Kernel, rows: int) -> None:
+    """Several short rows per program (config ROWS, emit/reduce_layout.py): the plain row form, where
+    a row fits one block; `rows 1` goes back to one row per program."""
+    cfg = kernel.config
+    _require(kernel.kind == "reduce" and not is_column(kernel) and not kernel.space.get("groups"),
+             "rows applies to row reductions (not column reductions or GroupNorm)")
+    _require(kernel.space["red"][0] > 0, "a full reduction is one row")
+    _require(0 < rows <= ROWS_MAX and rows & (rows - 1) == 0, f"rows must be a power of two up to {ROWS_MAX}")
+    _require(not cfg.get("persistent") and cfg.get("split_k", 1) == 1,
+             "persistent and split reductions take one row per program")
+    n_cols = numel(kernel.space["traced"][slice(*kernel.space["red"])])
+    _require(n_cols <= min(ROWS_MAX_COLS, reduce_emit.row_blocks(kernel)[0]),
+             f"rows applies where a row of at most {ROWS_MAX_COLS} columns fits one block")
+    if rows == 1:
+        cfg.pop("ROWS", None)  # the config of a kernel that never took the step
+    else:
+        cfg["ROWS"] = rows
 
 
 def _tile_keys(kernel: Kernel) -> list[str]:

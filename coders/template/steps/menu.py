@@ -18,7 +18,7 @@ from coders.template.emit.reduce import Layout
 from coders.template.ir import Kernel, ProgramIR
 from coders.template.lower import POINTWISE_CONFIG
 from coders.template.scans import WALK_KINDS
-from coders.template.steps.apply import apply
+from coders.template.steps.apply import ROWS_MAX_COLS, apply
 from coders.template.steps.kernels import (
     SMS,
     dominant,
@@ -45,6 +45,7 @@ WARPS = (2, 4, 8, 16)
 STAGES = (1, 2, 3, 4, 5)
 GROUPS = (1, 4, 8, 16)
 SPLITS = (1, 2, 4, 8)
+ROWS_STEPS = (4, 16, 64)  # rows per program of a short-row reduction (`rows` steps)
 
 
 def legal(ir: ProgramIR, task: Task) -> list[Strategy]:
@@ -132,6 +133,8 @@ def _reduce_knobs(ir: ProgramIR, kernel: Kernel, cfg: dict[str, Any], tuned: boo
         menu += [make("num_warps", w) for w in WARPS]
         if n_cols > cfg["BLOCK"]:
             menu += [make("num_stages", s) for s in (1, 2, 3)]
+    if n_cols <= ROWS_MAX_COLS:  # apply refuses the forms that take one row per program
+        menu += [make("rows", r) for r in ROWS_STEPS]
     if not cfg.get("persistent"):
         menu.append(make("persistent"))
     return menu + _reduce_splits(ir, kernel)
