@@ -110,6 +110,10 @@ def fingerprint_bytes(summary: list[Any]) -> int:
 # (10 GB of an H100) holds a built-in task's four cases (2 GB each); level 1's largest stay parked,
 # all of them, as under verifier 2.2 (all or none: no resident case adds to a job that ran out).
 RESIDENT_SHARE = 0.125
+# The verifier's `resident_share` setting, for a worker (verifier.py): a larger share keeps GB-sized
+# cases on the device (level 1's largest tasks park 6-17 GB a case at every job: issue 25's latency),
+# at the risk the paragraph above describes. Unset: RESIDENT_SHARE.
+RESIDENT_SHARE_ENV = "MTMC_RESIDENT_SHARE"
 
 
 def resident_budget(device: str) -> float:
@@ -118,7 +122,13 @@ def resident_budget(device: str) -> float:
     if not device.startswith("cuda"):
         return float("inf")
     total = torch.cuda.get_device_properties(torch.device(device)).total_memory
-    return total * RESIDENT_SHARE / jobs_per_gpu()
+    return total * resident_share() / jobs_per_gpu()
+
+
+def resident_share() -> float:
+    """The share of the device's memory case inputs may take: the worker's setting, else RESIDENT_SHARE."""
+    value = os.environ.get(RESIDENT_SHARE_ENV)
+    return RESIDENT_SHARE if not value else float(value)
 
 
 def jobs_per_gpu() -> int:

@@ -20,7 +20,7 @@ from mtmc.program import Program
 from mtmc.tasks import Task
 from mtmc.verify import timing_gpu
 from mtmc.verify.batch import verify_batch
-from mtmc.verify.case_io import JOBS_PER_GPU_ENV
+from mtmc.verify.case_io import JOBS_PER_GPU_ENV, RESIDENT_SHARE, RESIDENT_SHARE_ENV
 from mtmc.verify.engine import (  # noqa: F401  (re-exported: callers import them from here)
     FULL_ISOLATION,
     INTERPRETER_DEVICE,
@@ -111,9 +111,14 @@ class LocalVerifier(_EngineVerifier):
                  max_reps: int = 200, target_rse: float = 0.01, time_budget_s: float = 2.0,
                  baselines: bool = True, compile_baseline: bool = True, baseline_timeout_s: float = 900.0,
                  seed: int | None = None, strict: bool = False, workers_per_gpu: int = 1,
-                 timing_gpus: list[int] | None = None, shared_compile_cache: bool | None = None) -> None:
+                 timing_gpus: list[int] | None = None, shared_compile_cache: bool | None = None,
+                 resident_share: float = RESIDENT_SHARE) -> None:
         """`timing_gpus` and `workers_per_gpu` > 1: shared mode (timing_gpu.py), for trusted programs.
-        `shared_compile_cache`: its jobs share one Triton cache (None: on in shared mode only)."""
+        `shared_compile_cache`: its jobs share one Triton cache (None: on in shared mode only).
+        `resident_share`: the share of a GPU's memory its jobs' case inputs may keep there rather than
+        in host memory (case_io.RESIDENT_SHARE); it moves data, not verdicts."""
+        if not 0 <= resident_share <= 1:
+            raise ValueError(f"resident_share={resident_share}: a share of the GPU's memory, 0 to 1")
         layout, shared = _gpu_layout(gpus, workers_per_gpu, list(timing_gpus or []))
         shared_compile_cache = _shared_compile_cache(shared_compile_cache, shared)
         if shared_compile_cache:
@@ -128,7 +133,8 @@ class LocalVerifier(_EngineVerifier):
                             compile_baseline=compile_baseline, baseline_timeout_s=baseline_timeout_s,
                             peaks=peaks, seed=seed, strict=strict, shared_gpus=shared)
         envs = [_worker_env({"TRITON_INTERPRET": None, "CUDA_VISIBLE_DEVICES": devices,
-                             JOBS_PER_GPU_ENV: str(workers_per_gpu)}) for devices, _ in layout]
+                             JOBS_PER_GPU_ENV: str(workers_per_gpu),
+                             RESIDENT_SHARE_ENV: str(resident_share)}) for devices, _ in layout]
         pool = WorkerPool("cuda", envs, memory_limit_gb, None, [group for _, group in layout],
                           shared_compile_cache)
         self.engine = Engine(pool, settings, "cuda", cache_path)

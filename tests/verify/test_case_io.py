@@ -171,3 +171,10 @@ def test_the_timing_sets_go_to_the_device_only_if_all_of_them_fit_its_share(monk
     monkeypatch.setattr(case_io, "resident_budget", lambda device: 2 * 5 * 7 * 4 - 1)
     kept = case_io.timing_sets(data, "meta")
     assert [t.device.type for t, _ in kept] == ["cpu", "cpu"] and kept[0][0] is sets[0][0]
+
+
+def test_the_resident_share_is_the_workers_setting_else_the_default(monkeypatch):
+    monkeypatch.delenv(case_io.RESIDENT_SHARE_ENV, raising=False)
+    assert case_io.resident_share() == case_io.RESIDENT_SHARE
+    monkeypatch.setenv(case_io.RESIDENT_SHARE_ENV, "0.5")
+    assert case_io.resident_share() == 0.5

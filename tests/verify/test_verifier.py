@@ -115,3 +115,24 @@ def test_judge_refuses_results_for_fewer_cases_than_the_reference():
               "threads_started": 0}
     verdict = engine._judge_run(load_task(TASKS / "softmax.py"), StaticReport(), reference, result)
     assert verdict.status == Status.REJECTED and "results for 1 of 2 cases" in verdict.message
+
+
+def test_local_verifier_hands_its_resident_share_to_every_worker(monkeypatch):
+    """`resident_share` reaches each GPU worker's environment, where case_io.resident_budget reads it;
+    a share outside 0..1 is refused before any GPU is looked for."""
+    pools = []
+
+    class FakePool:
+        def __init__(self, device, envs, *args):
+            pools.append(envs)
+
+    two_gpus = ([("0", None), ("1", None)], "")
+    monkeypatch.setattr(verifier_module, "_gpu_layout", lambda gpus, per_gpu, timing: two_gpus)
+    monkeypatch.setattr(verifier_module, "WorkerPool", FakePool)
+    monkeypatch.setattr(verifier_module, "Engine", lambda pool, settings, device, cache: None)
+    verifier_module.LocalVerifier(resident_share=0.5)
+    assert [env["MTMC_RESIDENT_SHARE"] for env in pools[0]] == ["0.5", "0.5"]
+    verifier_module.LocalVerifier()
+    assert pools[1][0]["MTMC_RESIDENT_SHARE"] == "0.125"  # case_io.RESIDENT_SHARE by default
+    with pytest.raises(ValueError, match="resident_share=1.5"):
+        verifier_module.LocalVerifier(resident_share=1.5)
