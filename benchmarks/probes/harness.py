@@ -30,6 +30,7 @@ from coders.template.ir import ProgramIR
 from mtmc.program import Program
 from mtmc.strategies import PORT
 from mtmc.tasks import Task
+from mtmc.tasks.task import task_from_file
 
 EAGER_FLAGS = ("eager_tf32: cudnn.allow_tf32=True (default), eager_ieee: False; "
                "cuda.matmul.allow_tf32=False in both; torch.compile with the defaults")
@@ -212,6 +213,37 @@ def probe_variants(row: dict, variants: list[tuple[str, dict]], args, clock, run
         row["variants"][name] = run(name, overrides)
         if not args.cpu_dry_run:
             torch.cuda.synchronize()
+
+
+def configured_task(coder: TemplateCoder, path: Path, variants: list[tuple[str, dict]], args, clock,
+                    configure: Callable[[ProgramIR, dict], tuple[ProgramIR, list[dict]]]) -> dict:
+    """One task of a probe that reconfigures the fused port's kernels per variant: `configure(ir,
+    overrides)` gives the variant's program and the configs it set; eager (and torch.compile) once,
+    then each variant checked against eager and timed."""
+    task = task_from_file(path)
+    device = "cpu" if args.cpu_dry_run else "cuda"
+    sizes = sizes_of(task, args, dry=lambda task: task.sizes("cpu")[0])
+    bench = timer(args.cpu_dry_run)
+    row: dict[str, Any] = {"task": path.stem, "sizes": sizes}
+    reference = task.make_model(seed=0, sizes=sizes).to(device)
+    inputs = on(device, task.make_inputs(seed=1, sizes=sizes))
+    expected = eager_baselines(row, reference, inputs, args, bench)
+    base = fused_ir(coder, task)
+
+    def run(name: str, overrides: dict) -> dict:
+        result: dict[str, Any] = {}
+        try:
+            ir, result["configs"] = configure(base, overrides)
+            module = load(task, ir, path, name)[1]
+            candidate = instantiate(module, task, sizes, reference, device)
+            result.update(measure(candidate, inputs, expected, bench))
+            speedups(result, row)
+        except Exception as err:  # a compile or launch failure is a result to report, not a crash
+            result.update(failure(err))
+        return result
+
+    probe_variants(row, variants, args, clock, run)
+    return row
 
 
 def meta(args, **extra) -> dict[str, Any]:

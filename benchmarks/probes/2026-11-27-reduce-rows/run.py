@@ -32,7 +32,6 @@ from benchmarks.probes import harness  # noqa: E402
 from coders.template import TemplateCoder  # noqa: E402
 from coders.template.emit.reduce import Layout  # noqa: E402
 from coders.template.ir import Kernel, ProgramIR  # noqa: E402
-from mtmc.tasks.task import task_from_file  # noqa: E402
 
 # name: config overrides of the row-form reduce kernels ("port" keeps one row per program)
 VARIANTS = [
@@ -73,31 +72,7 @@ def configure(ir: ProgramIR, overrides: dict[str, Any]) -> tuple[ProgramIR, list
 
 
 def probe_task(coder: TemplateCoder, path: Path, variants: list[tuple[str, dict]], args, clock) -> dict:
-    task = task_from_file(path)
-    cpu = args.cpu_dry_run
-    device = "cpu" if cpu else "cuda"
-    sizes = harness.sizes_of(task, args, dry=lambda task: task.sizes("cpu")[0])
-    bench = harness.timer(cpu)
-    row: dict[str, Any] = {"task": path.stem, "sizes": sizes}
-    reference = task.make_model(seed=0, sizes=sizes).to(device)
-    inputs = harness.on(device, task.make_inputs(seed=1, sizes=sizes))
-    expected = harness.eager_baselines(row, reference, inputs, args, bench)
-    base = harness.fused_ir(coder, task)
-
-    def run(name: str, overrides: dict) -> dict:
-        result: dict[str, Any] = {}
-        try:
-            ir, result["configs"] = configure(base, overrides)
-            module = harness.load(task, ir, path, name)[1]
-            candidate = harness.instantiate(module, task, sizes, reference, device)
-            result.update(harness.measure(candidate, inputs, expected, bench))
-            harness.speedups(result, row)
-        except Exception as err:  # a compile or launch failure is a result to report, not a crash
-            result.update(harness.failure(err))
-        return result
-
-    harness.probe_variants(row, variants, args, clock, run)
-    return row
+    return harness.configured_task(coder, path, variants, args, clock, configure)
 
 
 def print_row(row: dict) -> None:
