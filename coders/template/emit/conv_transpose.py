@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from coders.template.emit import channel_reduce, conv, conv_fma, conv_transpose_loop
 from coders.template.emit.common import Axis, Writer, check_operands, ptr, tile_epilogue, var
-from coders.template.emit.conv_transpose_loop import split
+from coders.template.emit.conv_transpose_loop import input_values, row_major, split
 from coders.template.emit.launch import Launcher, autotune_configs, kernel_header, output_alloc, wrap_call
 from coders.template.ir import Kernel
 
@@ -75,13 +75,9 @@ def channels_last(kernel: Kernel) -> bool:
     return conv.transpose_channels_last(kernel)
 
 
-def _input_values(kernel: Kernel) -> tuple[str, str]:
-    return kernel.space["input"], kernel.space["weight"]
-
-
 def _operand_params(kernel: Kernel) -> list[str]:
     """Epilogue operands; the input or weight read again (a residual of x) reuses their pointer."""
-    taken = set(_input_values(kernel))
+    taken = set(input_values(kernel))
     out = []
     for o in kernel.operands:
         if o.scalar:
@@ -116,7 +112,7 @@ def live_taps(kernel: Kernel) -> bool:
 def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
     check(kernel)
     d = _dims(kernel)
-    x, wt = _input_values(kernel)
+    x, wt = input_values(kernel)
     sizes = ["M", "C_in", "cin_g", "cout_g", "C_out", "S_in", "S_out"]
     geometry = _per_dim(("in", "out", "ks", "st", "pad", "dil"), d)
     if live_taps(kernel):
@@ -180,10 +176,7 @@ def _phase_rows(w: Writer, d: int) -> None:
     for j in range(d):
         w(f"o{j} = r{j} + st{j} * q{j}")
         w(f"m_in = m_in & (o{j} < out{j})")
-    pixel = "o0"
-    for j in range(1, d):
-        pixel = f"({pixel}) * out{j} + o{j}" if j > 1 else f"{pixel} * out{j} + o{j}"
-    w(f"spatial = {pixel}")
+    w(f"spatial = {row_major([f'o{j}' for j in range(d)], [f'out{j}' for j in range(d)])}")
 
 
 def _epilogue(w: Writer, kernel: Kernel) -> None:
@@ -200,7 +193,7 @@ def _epilogue(w: Writer, kernel: Kernel) -> None:
 
 def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> None:
     d = _dims(kernel)
-    x, wt = _input_values(kernel)
+    x, wt = input_values(kernel)
     geometry = kernel.space["geometry"]
     launcher.begin(w)
     w.indent()

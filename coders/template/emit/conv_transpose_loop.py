@@ -27,12 +27,17 @@ from coders.template.emit.common import Writer, ptr
 from coders.template.ir import Kernel
 
 
-def _channels_last(kernel: Kernel) -> bool:
-    return conv.transpose_channels_last(kernel)
-
-
-def _input_values(kernel: Kernel) -> tuple[str, str]:
+def input_values(kernel: Kernel) -> tuple[str, str]:
+    """The transposed conv's input and weight values (emit/conv_transpose.py reads them too)."""
     return kernel.space["input"], kernel.space["weight"]
+
+
+def row_major(names: list[str], sizes: list[str]) -> str:
+    """The row-major flat index of coordinates `names` over extents `sizes` (the first extent unused)."""
+    index = names[0]
+    for j in range(1, len(names)):
+        index = f"({index}) * {sizes[j]} + {names[j]}" if j > 1 else f"{index} * {sizes[j]} + {names[j]}"
+    return index
 
 
 def split(w: Writer, flat: str, sizes: list[str], names: list[str], rest: str) -> None:
@@ -64,10 +69,7 @@ def _live_tap(w: Writer, d: int, live: str) -> None:
     split(w, live, [f"nt{j}" for j in range(d)], [f"u{j}" for j in range(d)], "rest_u")
     for j in range(d):
         w(f"t{j} = tfirst{j} + tst{j} * u{j}")
-    tap = "t0"
-    for j in range(1, d):
-        tap = f"({tap}) * ks{j} + t{j}" if j > 1 else f"{tap} * ks{j} + t{j}"
-    w(f"tap = {tap}")
+    w(f"tap = {row_major([f't{j}' for j in range(d)], [f'ks{j}' for j in range(d)])}")
     w("# i = q + (r + pad - t * dil) / stride, an exact division for a live tap")
     w("hit = m_in")
     for j in range(d):
@@ -152,23 +154,22 @@ def _channel_loop(w: Writer, kernel: Kernel, d: int) -> None:
 
 def _a_rows(w: Writer, kernel: Kernel, d: int) -> None:
     """Each row's input pixel (i<j>) at the group's first channel."""
-    pixel = "i0"
-    for j in range(1, d):
-        pixel = f"({pixel}) * in{j} + i{j}" if j > 1 else f"{pixel} * in{j} + i{j}"
-    w(f"a_rows = x_rows + ({pixel}) * C_in" if _channels_last(kernel) else f"a_rows = x_rows + {pixel}")
+    pixel = row_major([f"i{j}" for j in range(d)], [f"in{j}" for j in range(d)])
+    channels_last = conv.transpose_channels_last(kernel)
+    w(f"a_rows = x_rows + ({pixel}) * C_in" if channels_last else f"a_rows = x_rows + {pixel}")
 
 
 def _fma_channels(w: Writer, kernel: Kernel) -> None:
-    x, wt = _input_values(kernel)
-    conv_fma.channel_loop(w, kernel, ptr(x), ptr(wt), "1" if _channels_last(kernel) else "S_in")
+    x, wt = input_values(kernel)
+    conv_fma.channel_loop(w, kernel, ptr(x), ptr(wt), "1" if conv.transpose_channels_last(kernel) else "S_in")
 
 
 def _channel_block(w: Writer, kernel: Kernel) -> None:
     """acc += the chunk of channels from c0 on through tap `tap` (rows masked by hit)."""
-    x, wt = _input_values(kernel)
+    x, wt = input_values(kernel)
     w("ci = c0 + offs_k")
     w("k_in = ci < cin_g")
-    channel = "ci" if _channels_last(kernel) else "ci * S_in"
+    channel = "ci" if conv.transpose_channels_last(kernel) else "ci * S_in"
     w(f"a = tl.load({ptr(x)} + a_rows[:, None] + ({channel})[None, :],")
     w("            mask=hit[:, None] & k_in[None, :], other=0.0)")
     w("# a [BLOCK_N, BLOCK_K] tile along K (the layout TF32 tensor-core dots read), transposed in the dot")
