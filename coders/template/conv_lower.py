@@ -118,19 +118,19 @@ def lower_conv(graph: Graph, ir: ProgramIR, node: GNode) -> Kernel:
     space = {"input": x.name, "weight": w.name, "op": node.op, "form": form, "stride": stride,
              "padding": padding, "dilation": dilation, "traced": out_shape,
              "dtype": str(dtype).removeprefix("torch.")}
-    config = port_config(form, dtype, out_shape[1] // a["groups"], per_group_in, _prod(w_node.shape[2:]))
-    if form == "gemm" and conv_runs.suits(per_group_in, out_shape[1] // a["groups"], _prod(w_node.shape[2:]),
-                                          a["groups"], dilation[-1], dtype):
-        # few input, many output channels: dots over runs of a window row's taps x channels
-        config = conv_runs.port_config(out_shape[1] // a["groups"])
+    config = port_config(form, dtype, out_shape[1] // a["groups"], per_group_in, _prod(w_node.shape[2:]),
+                         a["groups"], dilation[-1])
     return Kernel(name=node.name, kind="conv", space=space, operands=operands, body=body,
                   outputs=[output], config=config)
 
 
 def port_config(form: str, dtype: torch.dtype, out_per_group: int, in_per_group: int,
-                taps: int) -> dict[str, Any]:
+                taps: int, groups: int, last_dilation: int) -> dict[str, Any]:
     if form == "direct":
         return dict(DIRECT_CONFIG)
+    if conv_runs.suits(in_per_group, out_per_group, taps, groups, last_dilation, dtype):
+        # few input, many output channels: dots over runs of a window row's taps x channels
+        return conv_runs.port_config(out_per_group)
     if conv_fma.suits(in_per_group, out_per_group, taps):  # few channels per group: FMA outer products
         return conv_fma.port_config(out_per_group)
     # A 1x1 conv has one tap: the channels-last copy would cost a pass over the input for a loop
