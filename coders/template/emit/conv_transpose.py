@@ -109,6 +109,24 @@ def live_taps(kernel: Kernel) -> bool:
     return phases(kernel) and bool(kernel.config.get("live_taps", True))
 
 
+def transposed_epilogue(kernel: Kernel) -> bool:
+    """Config "epilogue_t" (a probe variant, off in the port): the epilogue runs on the tile
+    transposed, [BLOCK_N, BLOCK_M], so the store's lanes walk output pixels, which NC* keeps
+    consecutive (a phase's at the stride), where the [BLOCK_M, BLOCK_N] tile's store gives its lanes
+    the channels, a plane apart: each lane's 4 bytes is a sector of its own. Not with a reduction over
+    the channels (it reduces the tile's rows across its columns)."""
+    return bool(kernel.config.get("epilogue_t")) and not channel_reduce.reduces_channels(kernel)
+
+
+def grouped_programs(kernel: Kernel) -> bool:
+    """Config "grouped_programs" (a probe variant, off in the port): one program axis, ordered channel
+    block fastest, then (group, stride phase), then pixel block, so the programs of one pixel block run
+    together: its channel blocks read the same input rows while they are in L2, and its phases write
+    the interleaved halves of the same output sectors. The port's grid (pixel block, channel block,
+    group x phase) runs every pixel block of one phase before the next phase's."""
+    return bool(kernel.config.get("grouped_programs"))
+
+
 def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
     check(kernel)
     d = _dims(kernel)
@@ -122,16 +140,20 @@ def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
     kernel_header(w, kernel, name, params, ["BLOCK_M", "BLOCK_N", "BLOCK_K", *conv_fma.constexprs(kernel)],
                   key=TUNE_KEY)
     w.indent()
-    w("pid_m = tl.program_id(0)")
-    w("pid_n = tl.program_id(1)")
+    group_phase = "tl.program_id(2)"
+    if grouped_programs(kernel):
+        group_phase = _grouped_pids(w, d if phases(kernel) else 0)
+    else:
+        w("pid_m = tl.program_id(0)")
+        w("pid_n = tl.program_id(1)")
     w("offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)")
     w("offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)")
     w("offs_k = tl.arange(0, BLOCK_K)")
     w("n_in = offs_n < cout_g")
     if phases(kernel):
-        _phase_rows(w, d)
+        _phase_rows(w, d, group_phase)
     else:
-        _plain_rows(w, d)
+        _plain_rows(w, d, group_phase)
     if channels_last(kernel):
         w("x_rows = batch.to(tl.int64) * S_in * C_in + pid_g * cin_g  # channels last: (N, *S_in, C_in)")
     else:
@@ -151,8 +173,21 @@ def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
     w()
 
 
-def _plain_rows(w: Writer, d: int) -> None:
-    w("pid_g = tl.program_id(2)  # the group: its input channels feed its output channels only")
+def _grouped_pids(w: Writer, d: int) -> str:
+    """grouped_programs: the program's channel block, (group, phase) and pixel block from one axis
+    (d: the dims of the stride phases, 0 in the plain form, which has none)."""
+    w("# one program axis: channel block fastest, then (group, stride phase), then pixel block")
+    w("pid = tl.program_id(0)")
+    w("n_blocks = tl.cdiv(cout_g, BLOCK_N)")
+    w("n_gp = " + " * ".join(["C_out // cout_g"] + [f"st{j}" for j in range(d)]))
+    w("pid_n = pid % n_blocks")
+    w("pid_gp = pid // n_blocks % n_gp")
+    w("pid_m = pid // (n_blocks * n_gp)")
+    return "pid_gp"
+
+
+def _plain_rows(w: Writer, d: int, group_phase: str) -> None:
+    w(f"pid_g = {group_phase}  # the group: its input channels feed its output channels only")
     w("m_in = offs_m < M")
     w("# each row's output pixel: batch, then spatial coordinates")
     w("batch = offs_m // S_out")
@@ -160,11 +195,11 @@ def _plain_rows(w: Writer, d: int) -> None:
     split(w, "spatial", [f"out{j}" for j in range(d)], [f"o{j}" for j in range(d)], "rest")
 
 
-def _phase_rows(w: Writer, d: int) -> None:
+def _phase_rows(w: Writer, d: int, group_phase: str) -> None:
     w("# grid axis 2: the group (its input channels feed its output channels only) and the stride")
     w("# phase r, the output pixels o = r + stride * q (last spatial dim fastest)")
-    w(f"pid_g = tl.program_id(2) // ({' * '.join(f'st{j}' for j in range(d))})")
-    split(w, f"tl.program_id(2) % ({' * '.join(f'st{j}' for j in range(d))})",
+    w(f"pid_g = {group_phase} // ({' * '.join(f'st{j}' for j in range(d))})")
+    split(w, f"{group_phase} % ({' * '.join(f'st{j}' for j in range(d))})",
            [f"st{j}" for j in range(d)], [f"r{j}" for j in range(d)], "rest_r")
     for j in range(d):
         w(f"nq{j} = (out{j} + st{j} - 1) // st{j}")
@@ -182,11 +217,16 @@ def _phase_rows(w: Writer, d: int) -> None:
 def _epilogue(w: Writer, kernel: Kernel) -> None:
     """Apply the fused ops to the accumulator tile and store it (the output is contiguous NC*)."""
     axes = epilogue_axes(kernel)
-    w("rb = batch.to(tl.int64)[:, None]")
-    w("rc = (pid_g * cout_g + offs_n)[None, :]")
-    w("rs = spatial[:, None]")
-    w("m_mask = m_in[:, None]")
-    w("n_mask = n_in[None, :]")
+    rows, cols = "[:, None]", "[None, :]"
+    if transposed_epilogue(kernel):
+        w("# the tile transposed, [BLOCK_N, BLOCK_M]: the store's lanes walk the output pixels")
+        w("acc = tl.trans(acc)")
+        rows, cols = cols, rows
+    w(f"rb = batch.to(tl.int64){rows}")
+    w(f"rc = (pid_g * cout_g + offs_n){cols}")
+    w(f"rs = spatial{rows}")
+    w(f"m_mask = m_in{rows}")
+    w(f"n_mask = n_in{cols}")
     # a channel reduction reduces across the tile's columns: the launcher gave it every channel
     tile_epilogue(w, kernel, axes, columns=axes[1] if channel_reduce.reduces_channels(kernel) else None)
 
@@ -228,8 +268,13 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
     if live_taps(kernel):
         args += conv_transpose_loop.launch_args(w)
     consts = ["BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages"]
-    kw = channel_reduce.launch_blocks(w, kernel, consts, "_cout_g", "_groups", lambda m, n: (
-        f"(triton.cdiv(_m, {m}), triton.cdiv(_cout_g, {n}), _groups * _phases)"))
+    if grouped_programs(kernel):
+        def grid(m: str, n: str) -> str:
+            return f"(triton.cdiv(_m, {m}) * triton.cdiv(_cout_g, {n}) * _groups * _phases,)"
+    else:
+        def grid(m: str, n: str) -> str:
+            return f"(triton.cdiv(_m, {m}), triton.cdiv(_cout_g, {n}), _groups * _phases)"
+    kw = channel_reduce.launch_blocks(w, kernel, consts, "_cout_g", "_groups", grid)
     kw += conv_fma.launch_kwargs(kernel, f"{x}.shape[1] // _groups")
     for line in wrap_call(f"{name}[grid]", args + kw, "", w.depth):
         w(line)
