@@ -12,6 +12,7 @@ import pytest
 from coders.template.emit.common import FusionError
 from coders.template.emit.module import generate
 from coders.template.ir import ProgramIR
+from coders.template.lower.configs import SHORT_ROW, SHORT_ROWS
 from mtmc.protocols import CoderError
 from mtmc.strategies import PORT
 from mtmc.tasks import Task
@@ -108,17 +109,28 @@ def test_rows_with_autotune_match_pytorch(tmp_path):
     check(task, formed(task, ["rows 4", "autotune"]), tmp_path, tag="tuned")
 
 
-def test_one_row_per_program_is_the_program_without_the_step():
+def test_the_port_takes_several_short_rows_per_program(tmp_path):
+    """Rows of at most SHORT_ROW values start at SHORT_ROWS a program; longer rows at one."""
     task = rows_task(CASES["layernorm_gelu"])
     program = fused(task, [])
-    assert "ROWS" not in program.source and "row = tl.program_id(0).to(tl.int64)" in program.source
-    assert formed(task, ["rows 8", "rows 1"], program).source == program.source
+    assert [k.config.get("ROWS") for k in reduce_kernels(program)] == [SHORT_ROWS]
+    check(task, program, tmp_path, tag="port")
+    long = fused(rows_task(CASES["layernorm_gelu"], shape=(2, 3, SHORT_ROW + 1)), [])
+    assert [k.config.get("ROWS") for k in reduce_kernels(long)] == [None]
+    assert "ROWS" not in long.source
+
+
+def test_rows_1_is_one_row_per_program():
+    task = rows_task(CASES["layernorm_gelu"])
+    one = formed(task, ["rows 1"], fused(task, []))
+    assert "ROWS" not in one.source and "row = tl.program_id(0).to(tl.int64)" in one.source
+    assert formed(task, ["rows 8", "rows 1"], one).source == one.source
 
 
 def test_the_step_is_on_the_menu_of_short_rows_only():
     short = rows_task(CASES["layernorm_gelu"])
     legal = {str(s) for s in coder.legal_strategies(short, fused(short, []))}
-    assert {"rows 4", "rows 16", "rows 64"} <= legal
+    assert {"rows 1", "rows 4", "rows 64"} <= legal and "rows 16" not in legal  # the port's
     long = rows_task(CASES["layernorm_gelu"], shape=(2, 3, 1500))
     program = fused(long, [])
     assert not any(s.kind == "rows" for s in coder.legal_strategies(long, program))
@@ -130,7 +142,7 @@ def test_the_step_is_on_the_menu_of_short_rows_only():
     (rows_task("x.sum(1)"), ["rows 4"], "column reductions"),
     (local_task("groupnorm"), ["rows 4"], "GroupNorm"),
     (rows_task("x.sum()"), ["rows 4"], "full reduction"),
-    (rows_task(CASES["softmax"]), ["persistent", "rows 4"], "persistent"),
+    (rows_task(CASES["softmax"]), ["rows 1", "persistent", "rows 4"], "persistent"),
     (rows_task(CASES["softmax"]), ["rows 4", "persistent"], "not persistent"),
     (rows_task(CASES["softmax"]), ["rows 3"], "power of two"),
     (rows_task(CASES["softmax"]), ["rows 128"], "power of two"),

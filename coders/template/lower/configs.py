@@ -8,6 +8,12 @@ POINTWISE_CONFIG = {"BLOCK": 1024, "num_warps": 4}
 # columns per chunk; a row that fits is read once; auto_block: the emitter sizes both by the kernel's
 # form (emit/reduce_launch.py row_blocks) until a `tile` step sets BLOCK
 ROW_CONFIG = {"BLOCK": 8192, "split_k": 1, "auto_block": True}
+# Rows of at most SHORT_ROW values share a program, SHORT_ROWS of them as one tile (config ROWS, the
+# `rows` step). One row a program gives a 64-wide LayerNorm row one warp and leaves the GPU mostly idle:
+# on an H100, KernelBench level-2 34_ went from 4.23 to 2.41 ms and 3_ from 5.05 to 3.23 with ROWS 4,
+# 16 or 64 alike (benchmarks/probes/2026-11-27-reduce-rows). Rows wider than 64 were not probed.
+SHORT_ROW = 256
+SHORT_ROWS = 16
 COLUMN_CONFIG = {"BLOCK_M": 32, "BLOCK_N": 64, "num_warps": 4, "split_k": 1}  # (reduced rows, columns)
 # a full-size output (softmax over channels): up to 128 reduced rows of 32 columns in registers, read
 # once (softmax_channels_fp16, H200: 1.19 ms at 2 warps, 1.20 at 4; 2.77 ms for 64-row chunks)

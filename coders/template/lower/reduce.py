@@ -3,6 +3,7 @@ written softmax and `torch.softmax` end up as the same kernel once the planner h
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -11,7 +12,7 @@ import torch
 
 from coders.template.ir import Kernel, Output, ProgramIR
 from coders.template.lower.body import Body, output_dtype
-from coders.template.lower.configs import COLUMN_CONFIG, COLUMN_FULL_CONFIG, ROW_CONFIG
+from coders.template.lower.configs import COLUMN_CONFIG, COLUMN_FULL_CONFIG, ROW_CONFIG, SHORT_ROW, SHORT_ROWS
 from coders.template.trace import GNode, Graph, Ref, unsupported
 
 
@@ -59,8 +60,15 @@ def lower_reduce(graph: Graph, ir: ProgramIR, node: GNode) -> Kernel:
                     keepdim=bool(node.attrs.get("keepdim", False)) and not outputs_full)
     column = d1 < rank and "groups" not in space
     config = dict((COLUMN_FULL_CONFIG if outputs_full else COLUMN_CONFIG) if column else ROW_CONFIG)
+    if short_rows(shape, d0, d1) and not column and "groups" not in space:
+        config["ROWS"] = SHORT_ROWS
     return Kernel(name=node.name, kind="reduce", space=space, operands=body.operands, body=body.ops,
                   outputs=[output], config=config)
+
+
+def short_rows(shape: list[int], d0: int, d1: int) -> bool:
+    """Several rows to reduce (not one full reduction), each of at most SHORT_ROW values."""
+    return d0 > 0 and math.prod(shape[d0:d1]) <= SHORT_ROW
 
 
 def _plain(r: Reduction) -> tuple[str, bool]:

@@ -45,7 +45,7 @@ WARPS = (2, 4, 8, 16)
 STAGES = (1, 2, 3, 4, 5)
 GROUPS = (1, 4, 8, 16)
 SPLITS = (1, 2, 4, 8)
-ROWS_STEPS = (4, 16, 64)  # rows per program of a short-row reduction (`rows` steps)
+ROWS_STEPS = (1, 4, 16, 64)  # rows per program of a short-row reduction (`rows` steps; the port: 16)
 
 
 def legal(ir: ProgramIR, task: Task) -> list[Strategy]:
