@@ -222,9 +222,9 @@ def test_control_all_runs_the_controls_on_the_named_tasks_even_where_kernelbench
 
 def test_merge_keeps_a_judged_row_over_a_skipped_one_and_pools_controls():
     judged = {"task": "t", "kb_correct": False, "control": {"compile": {"kb_correct": False}}}
-    rows = kb_eval.merge_rows([judged], [{"task": "t", "skipped": "time limit"}],
-                              [{**judged, "control": {"compile": {"skipped": "time limit"},
-                                                      "eager-ieee": {"kb_correct": False}}}])
+    rows = kb_eval.merge_rows([judged], [{**judged, "control": {"compile": {"skipped": "time limit"},
+                                                                "eager-ieee": {"kb_correct": False}}}],
+                              [{"task": "t", "skipped": "time limit"}])
     assert rows == [{"task": "t", "kb_correct": False,
                      "control": {"compile": {"kb_correct": False}, "eager-ieee": {"kb_correct": False}}}]
 
