@@ -15,13 +15,16 @@ shape and dtype it claims: a child can hand back its result, nothing else.
 GPU outputs go to their raw file at once (`host_copy`, in the child while it runs), not through
 `.cpu()` and a second copy in `offload`: `.cpu()` of a GB-sized GPU tensor is a pageable copy into
 fresh host memory, which the driver moves through its own small pinned buffer while the kernel maps
-every new page; on an H100 host the reference job's `to_host` moved ~19 GB of 27_SELU_ outputs in
-19 s (issue 25). `host_copy` copies chunks over PCIe into two pinned buffers in turn (the device's
-next chunk while the host copies the last into the file) and registers the file's tensor, so that
-`offload` names it instead of writing it again. Nothing changes for the main process (the same
-markers, the same checks in `restore`), nor for what a candidate can reach: the files are its own
-child's, in its own scratch folder, written as before (they only appear earlier), and a candidate
-that rewrites its own copies changes its own claims, which it could always do in its process.
+every new page; on an H100 host the reference job's `to_host` took 19-20 s for 27_SELU_'s outputs
+(three cases of 6.4 GB and a smaller derived one: issue 25). On a 2-core CPU box, a 1 GiB copy into
+the raw file and offload's naming of it took 0.62 s against 1.25 s for a copy then offload's write
+(benchmarks/probes/2026-11-28-transfer). `host_copy` copies chunks over PCIe into two pinned buffers
+in turn (the device's next chunk while the host copies the last into the file) and registers the
+file's tensor, so that `offload` names it instead of writing it again. Nothing changes for the main
+process (the same markers, the same checks in `restore`), nor for what a candidate can reach: the
+files are its own child's, in its own scratch folder, written as before (they only appear earlier),
+and a candidate that rewrites its own copies changes its own claims, which it could always do in its
+process.
 """
 
 from __future__ import annotations
