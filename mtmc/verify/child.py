@@ -58,6 +58,7 @@ from mtmc.verify.census_calls import CallAudit, censused
 from mtmc.verify.kept_state import persistent_tensors
 from mtmc.verify.policy import allowed_aten
 from mtmc.verify.timing import TimingOptions, time_calls
+from mtmc.verify.transport import host_copy
 from mtmc.verify.trusted_batch import tree_batch
 from mtmc.verify.trusted_jobs import baseline, probe
 
@@ -92,7 +93,7 @@ def reference(task_name: str, task_source: str, cases: list[dict[str, Any]], dev
         clock.lap("eager_errors")
         floors = reference_errors(model, inputs, outputs) if not seeded else [0.0] * len(outputs)  # no twin
         clock.lap("reference_errors")
-        expected.append({"kind": output_kind(raw), "outputs": [o.detach().cpu() for o in outputs],
+        expected.append({"kind": output_kind(raw), "outputs": [host_copy(o) for o in outputs],
                          "eager_errors": errors, "reference_errors": floors})
         clock.lap("to_host")
         all_inputs.append(inputs)
@@ -123,7 +124,7 @@ def _unless_same(outputs: list[torch.Tensor], case_outputs: list[torch.Tensor]) 
     if len(outputs) == len(case_outputs) and all(
             same(o, c) for o, c in zip(outputs, case_outputs, strict=True)):
         return None
-    return [o.detach().cpu() for o in outputs]
+    return [host_copy(o) for o in outputs]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -292,10 +293,9 @@ def _describe_outputs(raw: Any) -> dict[str, Any]:
 
 
 def _host_copy(tensor: torch.Tensor) -> torch.Tensor:
-    """A CPU copy the candidate cannot reach. `.cpu()` of a GPU tensor already is one; cloning it
-    again cost a second pass over GB-sized outputs. A CPU tensor is cloned: `.cpu()` returns it."""
-    tensor = tensor.detach()
-    return tensor.cpu() if tensor.device.type != "cpu" else tensor.clone()
+    """A CPU copy the candidate's later calls cannot reach: a GB-sized GPU output goes straight to its
+    raw file through pinned buffers (transport.host_copy), a CPU tensor is cloned."""
+    return host_copy(tensor)
 
 
 def _compare_runs(first: Any, second: Any) -> tuple[bool, list[torch.Tensor] | None]:

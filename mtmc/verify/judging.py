@@ -31,6 +31,7 @@ class Reference:
     flags: list[str] = field(default_factory=list)  # what every verdict on this reference carries
     eager_tf32: bool = False  # the reference runs a convolution or a cuDNN RNN, which eager runs on TF32
     phases_s: dict[str, float] = field(default_factory=dict)  # where the reference job's time went
+    plan: str = ""  # the large-case plan's note (trusted.py), named in every ok verdict; "": full plan
 
     @property
     def nbytes(self) -> int:
@@ -126,8 +127,9 @@ def judge_correctness(task: Task, report: StaticReport, reference: Reference, re
         same = min(seeds) == max(seeds)
         per_size = f"x {max(seeds)} seeds" if same else "seeds " + "+".join(map(str, seeds))
         kernels = ", ".join(f"{k} x{n}" for k, n in result["launches"].items())
-        verdict.message = (f"correct on {len(reference.cases)} cases ({len(seeds)} size(s) {per_size}); "
-                           f"launches: {kernels}")
+        plan = f"large-case plan: {reference.plan}" if reference.plan else "full plan"
+        verdict.message = (f"correct on {len(reference.cases)} cases ({len(seeds)} size(s) {per_size}; "
+                           f"{plan}); launches: {kernels}")
     return verdict
 
 

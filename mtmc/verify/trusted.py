@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from mtmc.tasks import Task
 from mtmc.verify.integrity import Seal
 from mtmc.verify.judging import Reference
-from mtmc.verify.protocol import derived_size
+from mtmc.verify.protocol import derived_size, output_bytes, small_size
 from mtmc.verify.verdict import VerifierError
 from mtmc.verify.worker_pool import WorkerPool
 
@@ -58,19 +58,51 @@ class TrustedRuns:
     def _new_reference(self, task: Task, key: str) -> Reference:
         size_sets = task.sizes(self.device_type)
         derived = derived_size(task, size_sets[0], self._size_rng) if len(size_sets) == 1 else None
-        try:
-            reference = self._run_reference(task, key, size_sets, derived)
-        except VerifierError as err:
-            if derived is None:
-                raise
-            reference = self._run_reference(task, key, size_sets, None)
-            why = str(err).splitlines()[0][:200]
-            reference.flags.append(f"no_derived_size: the reference fails at {derived} ({why}); "
-                                   "checked at the declared size only")
+        full = [(sizes, self._seeds(j)) for j, sizes in enumerate(size_sets)]
+        # (cases, the size drawn for them, the plan's note, the flag if the reference fails there),
+        # the first whose reference runs is used.
+        plans = [self._large_plan(task, size_sets)]
+        if derived:
+            plans.append((full + [(derived, 1)], derived, "", "no_derived_size: {}; checked at the "
+                          "declared size only"))
+        plans = [p for p in plans if p is not None] + [(full, None, "", "")]
+        flags: list[str] = []
+        for plan, drawn, note, fails in plans:
+            try:
+                reference = self._run_reference(task, key, plan)
+                reference.plan = note
+                break
+            except VerifierError as err:
+                if drawn is None:
+                    raise
+                why = str(err).splitlines()[0][:200]
+                flags.append(fails.format(f"the reference fails at {drawn} ({why})"))
+        reference.flags += flags + ([f"large_case_plan: {reference.plan}"] if reference.plan else [])
         self.seal.add_file(reference.inputs_path)  # what every candidate regenerates its inputs from
         if task.path:
             self.seal.add_file(task.path)
         return reference
+
+    def _large_plan(self, task: Task, size_sets: list[dict[str, Any]]) -> tuple[list, dict, str, str] | None:
+        """The large-case plan, or None: when one case's outputs at the first size exceed
+        `large_case_bytes`, every output byte travels several times per verdict (the reference's to
+        this process, the candidate's out of its child, both to the GPU to be compared: issue 25), so
+        that size gets one seed (secret, like every seed) and the others go to a small size drawn
+        with the verifier's secret randomness (protocol.small_size; odd constants, as the derived size
+        it replaces), whose outputs fit an eighth of the budget. The elementwise comparison is the
+        same on every case; what shrinks is the number of full-size samples."""
+        budget = self.settings.large_case_bytes
+        nbytes = output_bytes(task, size_sets[0]) if budget else None
+        if nbytes is None or nbytes <= budget:
+            return None
+        small = small_size(task, size_sets[0], self._size_rng, budget // 8)
+        if small is None:
+            return None
+        seeds = self.settings.seeds
+        plan = [(size_sets[0], 1)] + [(sizes, 1) for sizes in size_sets[1:]] + [(small, seeds)]
+        note = (f"1 seed at the declared size ({nbytes / 2**30:.1f} GiB of outputs a case, over the "
+                f"{budget / 2**30:.3g} GiB budget), {seeds} at the smaller size {small}")
+        return plan, small, note, "no_small_size: {}; checked at full size on every seed"
 
     def _task_lock(self, kind: str, key: str) -> threading.Lock:
         """One lock per task and kind of trusted job: threads judging one task wait for its reference
@@ -78,13 +110,10 @@ class TrustedRuns:
         with self._lock:
             return self._task_locks.setdefault((kind, key), threading.Lock())
 
-    def _run_reference(self, task: Task, key: str, size_sets: list[dict[str, Any]],
-                       derived: dict[str, Any] | None) -> Reference:
-        """The reference on every case: each size set's seeds, and one seed of the derived size
-        (a second size, drawn by the verifier, for a task that declares one: protocol.py)."""
+    def _run_reference(self, task: Task, key: str, plan: list[tuple[dict[str, Any], int]]) -> Reference:
+        """The reference on every case of `plan`, (sizes, seeds) pairs: the task's size sets, and
+        a derived or a small size drawn by the verifier (protocol.py)."""
         seed = self.base_seed
-        plan = [(sizes, self._seeds(j)) for j, sizes in enumerate(size_sets)]
-        plan += [(derived, 1)] if derived else []
         cases = [{"sizes": sizes, "model_seed": seed + i, "input_seed": seed + 5000 + i, "mode": task.mode}
                  for sizes, seeds in plan for i in range(seeds)]
         # Timed on a GPU: the first size's cases, each its own input set (see timing.py).

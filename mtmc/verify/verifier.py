@@ -24,6 +24,7 @@ from mtmc.verify.case_io import JOBS_PER_GPU_ENV, RESIDENT_SHARE, RESIDENT_SHARE
 from mtmc.verify.engine import (  # noqa: F401  (re-exported: callers import them from here)
     FULL_ISOLATION,
     INTERPRETER_DEVICE,
+    LARGE_CASE_BYTES,
     REFERENCE_BYTES_KEPT,
     REFERENCES_KEPT,
     VERIFIER_VERSION,
@@ -83,9 +84,10 @@ class InterpreterVerifier(_EngineVerifier):
     def __init__(self, seeds: int = 3, timeout_s: float = 120.0, workers: int = 1,
                  cache_path: str | None = None, static_checks: bool = True,
                  memory_limit_gb: float | None = 8.0,
-                 cpu_threads: int | None = 1, seed: int | None = None, strict: bool = False) -> None:
+                 cpu_threads: int | None = 1, seed: int | None = None, strict: bool = False,
+                 large_case_bytes: int = LARGE_CASE_BYTES) -> None:
         settings = Settings(seeds=seeds, timeout_s=timeout_s, static_checks=static_checks, seed=seed,
-                            strict=strict, baselines=False)
+                            strict=strict, baselines=False, large_case_bytes=large_case_bytes)
         env = _worker_env({"TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": "",
                            "OMP_NUM_THREADS": str(cpu_threads or 1)})
         pool = WorkerPool("interpreter", [env] * workers, memory_limit_gb, cpu_threads)
@@ -112,11 +114,12 @@ class LocalVerifier(_EngineVerifier):
                  baselines: bool = True, compile_baseline: bool = True, baseline_timeout_s: float = 900.0,
                  seed: int | None = None, strict: bool = False, workers_per_gpu: int = 1,
                  timing_gpus: list[int] | None = None, shared_compile_cache: bool | None = None,
-                 resident_share: float = RESIDENT_SHARE) -> None:
+                 resident_share: float = RESIDENT_SHARE, large_case_bytes: int = LARGE_CASE_BYTES) -> None:
         """`timing_gpus` and `workers_per_gpu` > 1: shared mode (timing_gpu.py), for trusted programs.
         `shared_compile_cache`: its jobs share one Triton cache (None: on in shared mode only).
         `resident_share`: the share of a GPU's memory its jobs' case inputs may keep there rather than
-        in host memory (case_io.RESIDENT_SHARE); it moves data, not verdicts."""
+        in host memory (case_io.RESIDENT_SHARE); it moves data, not verdicts. `large_case_bytes`: one
+        case's outputs past which the task is checked on the large-case plan (engine.LARGE_CASE_BYTES)."""
         if not 0 <= resident_share <= 1:
             raise ValueError(f"resident_share={resident_share}: a share of the GPU's memory, 0 to 1")
         layout, shared = _gpu_layout(gpus, workers_per_gpu, list(timing_gpus or []))
@@ -131,7 +134,8 @@ class LocalVerifier(_EngineVerifier):
                             triton_share_min=triton_share_min, floor_margin=floor_margin,
                             excess_speedup=excess_speedup, timing=timing, baselines=baselines,
                             compile_baseline=compile_baseline, baseline_timeout_s=baseline_timeout_s,
-                            peaks=peaks, seed=seed, strict=strict, shared_gpus=shared)
+                            peaks=peaks, seed=seed, strict=strict, shared_gpus=shared,
+                            large_case_bytes=large_case_bytes)
         envs = [_worker_env({"TRITON_INTERPRET": None, "CUDA_VISIBLE_DEVICES": devices,
                              JOBS_PER_GPU_ENV: str(workers_per_gpu),
                              RESIDENT_SHARE_ENV: str(resident_share)}) for devices, _ in layout]

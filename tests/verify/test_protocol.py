@@ -5,7 +5,14 @@ from collections import Counter
 from pathlib import Path
 
 from mtmc.tasks import load_task
-from mtmc.verify.protocol import EXTRA_CALLS, call_schedule, derived_size, verdict_rng
+from mtmc.verify.protocol import (
+    EXTRA_CALLS,
+    call_schedule,
+    derived_size,
+    output_bytes,
+    small_size,
+    verdict_rng,
+)
 
 TASKS = Path(__file__).parent / "tasks"
 
@@ -52,3 +59,25 @@ def test_constants_that_size_the_model_are_left_alone():
     derived = derived_size(task, declared, random.Random(0))
     assert derived == {**declared, "batch_size": derived["batch_size"]}
     assert derived["batch_size"] == 7  # the one odd number in [0.6 * 9, 9)
+
+
+def test_a_small_size_fits_its_budget_with_odd_constants_below_the_declared_ones():
+    """The large-case plan's small size (issue 25): outputs within the budget, drawn, not fixed."""
+    task = load_task(TASKS / "softmax_one_size.py")
+    declared = task.sizes("cpu")[0]
+    full = output_bytes(task, declared)
+    seen = set()
+    for seed in range(6):
+        small = small_size(task, declared, random.Random(seed), full // 10)
+        assert output_bytes(task, small) <= full // 10
+        for name, value in small.items():
+            assert value % 2 == 1 and value < declared[name]
+        seen.add(tuple(sorted(small.items())))
+    assert len(seen) > 1
+
+
+def test_no_small_size_when_none_fits_or_no_constant_can_shrink():
+    task = load_task(TASKS / "softmax_one_size.py")
+    assert small_size(task, task.sizes("cpu")[0], random.Random(0), 0) is None
+    linear = load_task(TASKS / "linear_relu.py")  # only batch_size may shrink: 1 row still has bytes
+    assert small_size(linear, linear.sizes("cpu")[0], random.Random(0), 1) is None

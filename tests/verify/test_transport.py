@@ -9,7 +9,7 @@ from mtmc.program import Program
 from mtmc.tasks import Task
 from mtmc.verify import Status
 from mtmc.verify import worker_pool as pool_module
-from mtmc.verify.transport import MARKER, offload, restore
+from mtmc.verify.transport import MARKER, host_copy, offload, restore
 
 
 def _result():
@@ -117,4 +117,63 @@ def test_a_verdict_with_large_outputs_goes_through_raw_files(verifier, monkeypat
     assert sum(markers) >= 6  # 3 expected outputs from the reference, 3 from the candidate
     wrong = Program(honest.source.replace("tl.sigmoid(x) * y + 2.0 * x", "tl.sigmoid(x) * y + 2.0 * y"))
     verdict = verifier.verify(task, wrong)
+    assert verdict.status is Status.INCORRECT and "n=300001" in verdict.message, verdict.message
+
+
+def test_a_host_copy_is_its_raw_file_and_offload_names_it_without_writing_again(tmp_path):
+    """transport.host_copy (issue 25): a large output is copied once, into the file its marker
+    names; the copy is the child's own (the source changing later does not change it)."""
+    source = torch.randn(300, 1000)  # 1.2 MB: over RAW_MIN_BYTES
+    copy = host_copy(source, tmp_path)
+    source.zero_()
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert len(files) == 1 and not torch.equal(copy, source)
+    sent = offload({"outputs": [copy, copy[1:]]}, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(files + ["tensor0.bin"])  # only the view
+    assert sent["outputs"][0][MARKER] == files[0]
+    back = restore(sent, tmp_path)
+    assert torch.equal(back["outputs"][0], copy) and torch.equal(back["outputs"][1], copy[1:])
+    small = torch.ones(3)
+    assert host_copy(small, tmp_path) is not small and len(list(tmp_path.iterdir())) == 2
+
+
+def test_a_host_copy_never_writes_through_a_planted_link(tmp_path):
+    """A candidate may plant its scratch folder with the names host copies take: refused, not followed."""
+    from mtmc.verify import transport
+
+    elsewhere = tmp_path / "elsewhere.bin"
+    elsewhere.write_bytes(b"\0" * 16)
+    job = tmp_path / "job"
+    job.mkdir()
+    for n in range(1000):  # every name the generator hands out next, whatever it reached
+        (job / f"host{n}.bin").symlink_to(elsewhere)
+    with pytest.raises(FileExistsError):
+        transport.host_copy(torch.ones(1 << 19), job)
+    assert elsewhere.read_bytes() == b"\0" * 16
+
+
+def test_a_candidate_that_overwrites_every_raw_file_it_can_find_cannot_change_the_reference(
+        unchecked_verifier):
+    """The attack on the transfer path: a candidate (static checks off, so it may touch files) writes
+    zeros into every raw tensor file it can reach, in /dev/shm and its pool folder, and returns zeros
+    itself. Had it reached the reference's outputs, zeros against zeros would pass; the verdict must
+    stay incorrect on the reference's true values."""
+    task = _large_pointwise()
+    source = (HONEST / "pointwise.py").read_text().replace("BLOCK = 1024", "BLOCK = 32768")
+    source = source.replace("tl.sigmoid(x) * y + 2.0 * x", "0.0 * x")
+    source = source.replace("    def forward(self, x, y):\n", '''    def forward(self, x, y):
+        import glob
+        import os
+        from pathlib import Path
+        pool = str(Path.cwd().parent)
+        found = glob.glob("/dev/shm/**/*.bin", recursive=True) + glob.glob(pool + "/**/*", recursive=True)
+        for path in found:
+            try:
+                size = os.path.getsize(path)
+                with open(path, "r+b") as f:
+                    f.write(bytes(size))
+            except OSError:
+                pass
+''')
+    verdict = unchecked_verifier.verify(task, Program(source))
     assert verdict.status is Status.INCORRECT and "n=300001" in verdict.message, verdict.message

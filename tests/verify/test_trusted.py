@@ -74,3 +74,52 @@ def test_one_tasks_reference_and_baselines_are_made_once_for_many_threads(tmp_pa
     task = load_task(TASKS / "softmax.py")
     in_threads([lambda: runs.baseline(task, runs.reference(task)) for _ in range(4)])
     assert runs.pool.jobs == ["reference", "baseline"]
+
+
+class RecordingPool(MeetingPool):
+    """Records each reference job's cases; fails a job whose cases include `failing` sizes."""
+
+    def __init__(self, tmp_path, failing=None) -> None:
+        super().__init__(tmp_path, meet=1)
+        self.cases, self.failing = [], failing
+
+    def run(self, job, args, timeout_s):
+        self.cases.append(args["cases"])
+        if self.failing and any(self.failing(c["sizes"]) for c in args["cases"]):
+            return Outcome("exit", "exit code 1", "RuntimeError: too small"), None
+        return super().run(job, args, timeout_s)
+
+
+def planned(tmp_path, budget, failing=None):
+    pool = RecordingPool(tmp_path, failing)
+    runs = TrustedRuns(pool, Settings(seeds=3, seed=0, large_case_bytes=budget), "cpu", Seal(), base_seed=0)
+    return runs.reference(load_task(TASKS / "pointwise.py")), pool
+
+
+def test_large_cases_get_one_full_size_seed_and_the_rest_at_a_small_size(tmp_path):
+    """pointwise's first CPU size has 4000 bytes of outputs: over a 2000-byte budget it gets one seed,
+    its second size one, and three seeds go to a drawn small size whose outputs fit an eighth of it."""
+    reference, pool = planned(tmp_path, 2000)
+    sizes = [c["sizes"] for c in reference.cases]
+    assert sizes[:2] == [{"n": 1000}, {"n": 257}]
+    small = sizes[2:]
+    assert len(small) == 3 and all(s == small[0] for s in small)
+    assert small[0]["n"] % 2 == 1 and small[0]["n"] * 4 <= 2000 // 8
+    assert len({(c["input_seed"], repr(c["sizes"])) for c in reference.cases}) == 5  # no case twice
+    assert "1 seed at the declared size" in reference.plan and str(small[0]) in reference.plan
+    assert any(f.startswith("large_case_plan: ") for f in reference.flags)
+
+
+def test_cases_within_the_budget_keep_the_full_plan(tmp_path):
+    for budget in (4000, 0):  # 0: the plan is off
+        (tmp_path / str(budget)).mkdir()
+        reference, _ = planned(tmp_path / str(budget), budget)
+        assert [c["sizes"]["n"] for c in reference.cases] == [1000] * 3 + [257] * 3
+        assert reference.plan == "" and not reference.flags
+
+
+def test_a_small_size_the_reference_cannot_run_falls_back_to_the_full_plan(tmp_path):
+    reference, pool = planned(tmp_path, 2000, failing=lambda sizes: sizes["n"] < 257)
+    assert len(pool.cases) == 2
+    assert [c["sizes"]["n"] for c in reference.cases] == [1000] * 3 + [257] * 3
+    assert reference.plan == "" and reference.flags[0].startswith("no_small_size: the reference fails at")

@@ -136,3 +136,17 @@ def test_local_verifier_hands_its_resident_share_to_every_worker(monkeypatch):
     assert pools[1][0]["MTMC_RESIDENT_SHARE"] == "0.125"  # case_io.RESIDENT_SHARE by default
     with pytest.raises(ValueError, match="resident_share=1.5"):
         verifier_module.LocalVerifier(resident_share=1.5)
+
+
+def test_the_verdict_names_the_large_case_plan_and_a_shape_specialised_kernel_still_fails():
+    """With a small byte budget, pointwise's cases take the large-case plan (trusted.py): the verdict
+    says so, and a candidate right only at the declared sizes fails at the drawn small size."""
+    task = load_task(TASKS / "pointwise.py")
+    honest = (HONEST / "pointwise.py").read_text()
+    specialised = honest.replace("n = x.numel()", "n = x.numel() if x.numel() >= 257 else 1")
+    with make_verifier("interpreter", seeds=2, timeout_s=60.0, strict=True, large_case_bytes=2000) as v:
+        ok = v.verify(task, Program(honest))
+        bad = v.verify(task, Program(specialised))
+    assert ok.ok and "large-case plan: 1 seed at the declared size" in ok.message, ok.message
+    assert any(f.startswith("large_case_plan") for f in ok.flags)
+    assert bad.status == Status.INCORRECT, bad.message
