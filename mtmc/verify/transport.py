@@ -18,7 +18,7 @@ fresh host memory, which the driver moves through its own small pinned buffer wh
 every new page; on an H100 host the reference job's `to_host` took 19-20 s for 27_SELU_'s outputs
 (three cases of 6.4 GB and a smaller derived one: issue 25). On a 2-core CPU box, a 1 GiB copy into
 the raw file and offload's naming of it took 0.62 s against 1.25 s for a copy then offload's write
-(benchmarks/probes/2026-11-28-transfer). `host_copy` copies chunks over PCIe into two pinned buffers
+(benchmarks/probes/2026-11-27-transfer). `host_copy` copies chunks over PCIe into two pinned buffers
 in turn (the device's next chunk while the host copies the last into the file) and registers the
 file's tensor, so that `offload` names it instead of writing it again. Nothing changes for the main
 process (the same markers, the same checks in `restore`), nor for what a candidate can reach: the

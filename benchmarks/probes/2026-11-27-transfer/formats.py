@@ -1,5 +1,5 @@
 """What each way of handing a 1 GiB float32 tensor from a verifier child to the main process costs on
-the host: python benchmarks/probes/2026-11-28-transfer/formats.py [GiB]. Wall seconds, best of 3,
+the host: python benchmarks/probes/2026-11-27-transfer/formats.py [GiB]. Wall seconds, best of 3,
 in /dev/shm; issue 25's transfer latency. With a GPU, also a GPU tensor's way to the host: `.cpu()`
 then offload (verifier 2.4) against transport.host_copy then offload (2.5), the values checked equal."""
 
