@@ -6,13 +6,13 @@
 For each task (a file of --tasks-dir whose name starts with one of --tasks) it ports the task with
 the template coder, fuses every epilogue, then for each variant overrides the configuration of
 the program's implicit-GEMM conv kernels (a variant is `name:key=value,...`; keys are config keys:
-k_loop, precision, BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages, a transposed conv's phases,
-live_taps, epilogue_t and grouped_programs (0 is off, 1 on); --transpose-menu: TRANSPOSE_VARIANTS),
-checks the result against eager PyTorch with TF32 off (max abs error; the same for eager with cuDNN
-TF32 on, for scale) and times it with triton.testing.do_bench (median) against eager with cuDNN TF32
-on (PyTorch's default) and off, and torch.compile (default flags). It prints a table and rewrites
-the JSON after each task. One failing task or variant is recorded and skipped; once --time-limit
-seconds have passed the remaining tasks are recorded as skipped.
+k_loop, precision, BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages, epilogue_t (either conv's, the
+direct form's too), a transposed conv's phases, live_taps and grouped_programs (0 is off, 1 on);
+--transpose-menu: TRANSPOSE_VARIANTS), checks the result against eager PyTorch with TF32 off (max abs
+error; the same for eager with cuDNN TF32 on, for scale) and times it with triton.testing.do_bench
+(median) against eager with cuDNN TF32 on (PyTorch's default) and off, and torch.compile (default
+flags). It prints a table and rewrites the JSON after each task. One failing task or variant is
+recorded and skipped; once --time-limit seconds have passed the remaining tasks are recorded as skipped.
 
 --cpu-dry-run checks the script's logic on the CPU (TRITON_INTERPRET=1, set here): the task's own
 cpu_sizes, or --sizes, one timing repeat, no torch.compile.
@@ -65,13 +65,13 @@ TRANSPOSE_VARIANTS = [
     "live-128x64x16-s4:BLOCK_M=128,BLOCK_N=64,BLOCK_K=16,num_warps=4,num_stages=4",
 ]
 
-DIRECT_KEYS = ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages")
+DIRECT_KEYS = ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "epilogue_t")
 CONV_KINDS = ("conv", "conv_transpose")  # a transposed conv takes the same keys but k_loop
 
 
 def configure(ir: ProgramIR, overrides: dict[str, Any]) -> tuple[ProgramIR, list[dict]]:
     """A copy of `ir` with the overrides on every conv and transposed-conv kernel (on a direct-form
-    kernel, only those it has: tiles, warps, stages); their configs."""
+    kernel, only those it has: tiles, warps, stages, epilogue_t); their configs."""
     ir = ProgramIR.from_dict(ir.to_dict())
     convs = [k for k in ir.kernels() if k.kind in CONV_KINDS]
     for kernel in convs:

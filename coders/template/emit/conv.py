@@ -51,7 +51,7 @@ pixels: the K loop runs once per window position and only the pooled tile is sto
 
 from __future__ import annotations
 
-from coders.template.emit import channel_reduce, conv_fma, conv_pool, conv_runs
+from coders.template.emit import channel_reduce, conv_epilogue, conv_fma, conv_pool, conv_runs
 from coders.template.emit.common import Axis, FusionError, Writer, check_operands, ptr, tile_epilogue, var
 from coders.template.emit.conv_tuning import tuning_space  # noqa: F401 - the emitter's, re-exported
 from coders.template.emit.launch import Launcher, kernel_header, output_alloc, wrap_call
@@ -274,24 +274,6 @@ def _k_loop_direct(w: Writer, kernel: Kernel) -> None:
     w.dedent()
 
 
-def _epilogue(w: Writer, kernel: Kernel) -> tuple[list[Axis], Axis | None]:
-    """The epilogue's indices and masks; its axes, and the columns' axis where it reduces them."""
-    axes = epilogue_axes(kernel)
-    w("# epilogue on the fp32 tile: rows are (image, pixel), columns output channels")
-    w(f"n_pix = {' * '.join(f'out_{s}' for s in spatial(kernel))}")
-    w("img_e = img[:, None]")
-    w("pix_e = (rows % n_pix)[:, None]")
-    if is_gemm(kernel):
-        w("chan_e = (grp * COG + offs_n)[None, :]")
-        w("n_mask = (offs_n < COG)[None, :]")
-    else:
-        w("chan_e = offs_n[None, :]")
-        w("n_mask = chan_e < C_out")
-    w("m_mask = (offs_m < M)[:, None]")
-    # a channel reduction reduces across the tile's columns: the launcher gave it every channel
-    return axes, axes[1] if channel_reduce.reduces_channels(kernel) else None
-
-
 def _operand_params(kernel: Kernel) -> list[str]:
     return [var(o.value) if o.scalar else ptr(o.value) for o in kernel.operands]
 
@@ -317,11 +299,12 @@ def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
     w("rows = offs_m % M")
     if conv_pool.pools(kernel):  # rows are pooled pixels, a conv tile per window position
         conv_pool.pooled_pixels(w, dims := spatial(kernel))
-        conv_pool.emit_windows(w, kernel, dims, lambda: _conv_tile(w, kernel), _epilogue(w, kernel))
+        conv_pool.emit_windows(w, kernel, dims, lambda: _conv_tile(w, kernel),
+                               conv_epilogue.indices(w, kernel))
     else:
         _pixel_indices(w, kernel, "rows")
         _k_loop(w, kernel)
-        axes, columns = _epilogue(w, kernel)
+        axes, columns = conv_epilogue.indices(w, kernel)
         tile_epilogue(w, kernel, axes, columns=columns)
     w.dedent()
     w()
