@@ -35,8 +35,13 @@ from coders.template.trace import Ref, unsupported
 # h100-transpose-live-l1/l2.json): geomean over eager 2.08x (level 2) / 1.44x (level 1) against
 # 1.93x / 1.32x for the 64 x 64 x 32, 2-stage tiles of before, and 1.49x / 1.22x for the `if` loop
 # (live_taps False) that did not pipeline.
+# grouped_programs: one program axis, channel block fastest, then (group, phase), then pixel block, so
+# a pixel block's phases and channel blocks run together (their output sectors and input rows meet in
+# L2). H100 probe, 7 level-2 tasks (h100-transpose-grouped.json): geomean over eager 2.40x against
+# 1.98x; 44 1.17 -> 0.80 ms, 93 2.83 -> 2.14, 5 4.97 -> 3.58, 3 3.23 -> 2.65, 38 3.95 -> 3.38; 34 and
+# 11 unchanged. Storing the tile transposed (`epilogue_t`) was 2.7x slower there; it stays a variant.
 CONV_TRANSPOSE_CONFIG = {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4, "num_stages": 3,
-                         "precision": "ieee", "phases": True, "live_taps": True}
+                         "precision": "ieee", "phases": True, "live_taps": True, "grouped_programs": True}
 CONV_TRANSPOSE_CONFIG_16 = {**CONV_TRANSPOSE_CONFIG, "BLOCK_M": 128, "BLOCK_K": 64, "num_warps": 8,
                             "num_stages": 2}
 # BLOCK_M x BLOCK_N of a tile narrower than 64 output channels: the tiles' areas before the probe
