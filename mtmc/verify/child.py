@@ -94,7 +94,7 @@ def reference(task_name: str, task_source: str, cases: list[dict[str, Any]], dev
         floors = reference_errors(model, inputs, outputs) if not seeded else [0.0] * len(outputs)  # no twin
         clock.lap("reference_errors")
         expected.append({"kind": output_kind(raw), "outputs": [host_copy(o) for o in outputs],
-                         "eager_errors": errors, "reference_errors": floors})
+                         "eager_errors": errors, "eager_measured": on_tf32, "reference_errors": floors})
         clock.lap("to_host")
         all_inputs.append(inputs)
         saved_cases.append({**case, "init_inputs": task.init_inputs(case["sizes"]),

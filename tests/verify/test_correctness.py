@@ -214,6 +214,26 @@ def test_compare_case_and_second_runs_take_the_cases_eager_errors():
     assert again.ok
 
 
+def test_tf32_error_where_eager_measured_fp32_passes_flagged():
+    """KernelBench level-2 57_ on an H100: eager's cuDNN erred 0 (fp32), the TF32 runs loop 3e-4.
+    Accepted (the op allows TF32) and flagged; not where eager's error is not measured (the CPU),
+    and not where eager's own error shows TF32 or the candidate is fp32-accurate."""
+    ref = torch.randn(2000, dtype=torch.float32)
+    meta = eager_precision({}, True)
+    tf32 = _tf32_like(ref, 1e-3)
+    expected = {"kind": "single", "outputs": [ref], "eager_errors": [0.0], "eager_measured": True}
+
+    def flagged(expected, out, device):
+        result = compare_case(expected, _got([out], devices=[device]), meta, device, "c")
+        assert result.ok
+        return [f for f in result.flags if f.startswith("tf32_beyond_eager")]
+
+    assert "eager PyTorch computed it in fp32" in flagged(expected, tf32, "cuda")[0]
+    assert not flagged({**expected, "eager_measured": False}, tf32, "cpu")
+    assert not flagged({**expected, "eager_errors": [5e-4]}, tf32, "cuda")
+    assert not flagged(expected, ref * (1 + 1e-7), "cuda")
+
+
 # ---------------------------------------------------------------------------------------------------
 # the float64 floor: a candidate may err up to EAGER_ERROR_MARGIN times what the fp32 reference itself
 # errs against the same forward in float64 (KernelBench level-2 #23: a GroupNorm's mean, noise around 0)
