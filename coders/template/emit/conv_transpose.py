@@ -119,11 +119,12 @@ def transposed_epilogue(kernel: Kernel) -> bool:
 
 
 def grouped_programs(kernel: Kernel) -> bool:
-    """Config "grouped_programs" (a probe variant, off in the port): one program axis, ordered channel
-    block fastest, then (group, stride phase), then pixel block, so the programs of one pixel block run
-    together: its channel blocks read the same input rows while they are in L2, and its phases write
-    the interleaved halves of the same output sectors. The port's grid (pixel block, channel block,
-    group x phase) runs every pixel block of one phase before the next phase's."""
+    """Config "grouped_programs" (the port's since an H100 probe: conv_transpose_lower.py): one program
+    axis, ordered channel block fastest, then (group, stride phase), then pixel block, so the programs
+    of one pixel block run together: its channel blocks read the same input rows while they are in L2,
+    and its phases write the interleaved halves of the same output sectors. Without it the grid
+    (pixel block, channel block, group x phase) runs every pixel block of one phase before the next
+    phase's."""
     return bool(kernel.config.get("grouped_programs"))
 
 

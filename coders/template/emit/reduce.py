@@ -10,8 +10,9 @@ walked in chunks, once per dependent reduction (mean, then variance, ...) and on
 full-size outputs. A GroupNorm row writes its outputs channel by channel (BY_CHANNEL, see
 reduce_passes._by_channel_last_pass).
 
-With config ROWS > 1 (the `rows` step) a one-pass program takes ROWS short rows as a [ROWS, BLOCK]
-tile, where one row would leave most of its warp idle (a LayerNorm over 64 columns). Only the plain
+With config ROWS > 1 (the port's for rows of at most 256 values, lower/configs.py; the `rows` step)
+a one-pass program takes ROWS short rows as a [ROWS, BLOCK] tile, where one row would leave most of
+its warp idle (a LayerNorm over 64 columns). Only the plain
 row form takes it (no column reduction, GroupNorm, split or persistent kernel), and a row walked in
 chunks keeps a program to itself: the launcher passes ROWS = 1 to the looped form.
 
