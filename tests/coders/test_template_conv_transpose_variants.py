@@ -1,6 +1,7 @@
-"""The transposed conv's probe variants (emit/conv_transpose.py, config keys off in the port) against
-PyTorch: the epilogue on the transposed tile (epilogue_t), one program axis ordered channel block,
-(group, phase), pixel block (grouped_programs).
+"""The transposed conv's program orders and store layouts (emit/conv_transpose.py) against PyTorch:
+one program axis ordered channel block, (group, phase), pixel block (grouped_programs, the port's),
+the three-axis grid before it (ungrouped), and the epilogue on the transposed tile (epilogue_t, a
+probe variant off in the port).
 
 CPU interpreter, tiny odd sizes, 16 x 16 x 16 tiles (several pixel, channel and input-channel blocks
 per grid), the geometries of test_template_conv_transpose_live.py: stride, padding, output_padding,
@@ -23,7 +24,8 @@ from tests.coders.test_template_conv_transpose_live import CASES, SIZES, TILES, 
 
 coder = TemplateCoder()
 VARIANTS = {
-    "epilogue-t": {"epilogue_t": True},
+    "ungrouped": {"grouped_programs": False},
+    "epilogue-t": {"epilogue_t": True, "grouped_programs": False},
     "grouped": {"grouped_programs": True},
     "both": {"epilogue_t": True, "grouped_programs": True},
     "grouped-plain": {"grouped_programs": True, "phases": False},
@@ -59,7 +61,8 @@ def test_the_variants_read_as_intended(programs):
     port = generate(task_named("conv_transpose_2d"),
                     ProgramIR.from_dict(coder.apply(task_named("conv_transpose_2d"), None,
                                                     PORT).metadata["template_ir"]))
-    assert "acc = tl.trans(acc)" not in port and "pid_gp" not in port
+    assert "acc = tl.trans(acc)" not in port and "pid_gp" in port  # the port's programs are grouped
+    assert "pid_gp" not in sources["ungrouped"] and "pid_n = tl.program_id(1)" in sources["ungrouped"]
     assert "acc = tl.trans(acc)" in sources["epilogue-t"] and "rs = spatial[None, :]" in sources["epilogue-t"]
     assert "pid_gp" not in sources["epilogue-t"]
     grouped = sources["grouped"]
