@@ -254,18 +254,22 @@ def eager_errors(model: torch.nn.Module, inputs: list[Any], outputs: list[torch.
     return [eager_error(ref, got) for ref, got in zip(outputs, eager, strict=True)]
 
 
-def reference_errors(model: torch.nn.Module, inputs: list[Any], outputs: list[torch.Tensor]) -> list[float]:
+def reference_errors(model: torch.nn.Module, inputs: list[Any], outputs: list[torch.Tensor],
+                     failures: list[str] | None = None) -> list[float]:
     """The fp32 reference's own rounding error on this case, per output: the same forward in float64
     (a copy of the model and of the floating inputs) as the truth, measured by reference_error (0
     for outputs that are not float32). What a candidate's tolerance may widen to (correctness.py).
     A forward that fails in float64 (dtype-specific code, no room for the copy) gets 0 everywhere:
-    the tolerance of before, never an error."""
+    the tolerance of before, never an error; such a failure's exception is named in `failures` (a
+    reference job beside an overlapped baseline is then run again alone: overlap.py)."""
     if not any(o.dtype == torch.float32 for o in outputs):
         return [0.0] * len(outputs)
     try:
         truth = _forward_in_float64(model, inputs)
-    except Exception:  # any failure means no floor, nothing else
+    except Exception as err:  # any failure means no floor, nothing else
         truth = None
+        if failures is not None:
+            failures.append(type(err).__name__)
     if truth is None or len(truth) != len(outputs) or not all(isinstance(t, torch.Tensor) for t in truth):
         if torch.cuda.is_available():
             torch.cuda.empty_cache()  # after an out-of-memory, the rest of the job needs the room

@@ -75,6 +75,7 @@ def reference(task_name: str, task_source: str, cases: list[dict[str, Any]], dev
     task = Task(name=task_name, source=task_source)
     saved_cases, expected, all_inputs = [], [], []
     eager_tf32 = seeded = False
+    floor_failures: list[str] = []  # float64 forwards that failed (their floors read 0)
     clock = PhaseClock()  # summed over the cases: where a large task's reference time goes
     for index, case in enumerate(cases):
         model = reference_model(task, case, device)
@@ -91,7 +92,8 @@ def reference(task_name: str, task_source: str, cases: list[dict[str, Any]], dev
         on_tf32 = eager_tf32 and device == "cuda"  # only there eager and the reference differ
         errors = eager_errors(model, inputs, outputs) if on_tf32 else [0.0] * len(outputs)
         clock.lap("eager_errors")
-        floors = reference_errors(model, inputs, outputs) if not seeded else [0.0] * len(outputs)  # no twin
+        floors = reference_errors(model, inputs, outputs, floor_failures) if not seeded else \
+            [0.0] * len(outputs)  # no twin
         clock.lap("reference_errors")
         expected.append({"kind": output_kind(raw), "outputs": [host_copy(o) for o in outputs],
                          "eager_errors": errors, "eager_measured": on_tf32, "reference_errors": floors})
@@ -115,7 +117,7 @@ def reference(task_name: str, task_source: str, cases: list[dict[str, Any]], dev
                inputs_path)
     clock.lap("save")
     return {"expected": expected, "timing_expected": timing_expected, "eager_tf32": eager_tf32,
-            "phases_s": clock.phases}
+            "phases_s": clock.phases, "floor_failures": floor_failures}
 
 
 def _unless_same(outputs: list[torch.Tensor], case_outputs: list[torch.Tensor]) -> list[torch.Tensor] | None:

@@ -85,11 +85,14 @@ class Settings:
     strict: bool = False
     shared_gpus: str = ""  # shared mode (timing_gpu.py) in words; "" in the default, exclusive mode
     large_case_bytes: int = LARGE_CASE_BYTES  # outputs a case past which the large-case plan holds
+    overlap_baselines: bool = False  # a task's baselines made beside its reference (overlap.py)
 
     def fingerprint(self) -> str:
         data = {k: v for k, v in dataclasses.asdict(self).items() if k not in {"seed", "strict"}}
         if not self.shared_gpus:  # exclusive mode keeps the key it had before shared mode existed
             del data["shared_gpus"]
+        if not self.overlap_baselines:  # off keeps the key; on gets its own until it is shown equal
+            del data["overlap_baselines"]
         return json.dumps(data, sort_keys=True)
 
 

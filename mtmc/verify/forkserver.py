@@ -80,8 +80,11 @@ class Outcome:
 class Worker:
     """Handle on one fork-server process; restarts it when it dies or hangs."""
 
-    def __init__(self, backend: str, env: dict[str, str], log_path: Path) -> None:
+    def __init__(self, backend: str, env: dict[str, str], log_path: Path, lazy: bool = False) -> None:
+        """`lazy`: fork each job's child when the job comes, not ahead of it (the overlap lane,
+        overlap.py: nothing of its own touches the GPU once its job has ended)."""
         self.backend = backend
+        self.lazy = lazy
         self.env = env
         self.log_path = log_path
         self.restarts = 0
@@ -97,7 +100,8 @@ class Worker:
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-c", "import sys; from mtmc.verify.forkserver import serve, done; "
-                 "serve(int(sys.argv[1]), sys.argv[2]); done()", str(theirs.fileno()), self.backend],
+                 "serve(int(sys.argv[1]), sys.argv[2], sys.argv[3] == 'lazy'); done()", str(theirs.fileno()),
+                 self.backend, "lazy" if self.lazy else "spare"],
                 env=self.env, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=log,
                 stderr=log, start_new_session=True)
         theirs.close()
@@ -183,8 +187,9 @@ def _tail(path: Path, chars: int = 3000) -> str:
 # ------------------------------------------------------------------------------------------------
 # worker side
 # ------------------------------------------------------------------------------------------------
-def serve(fd: int, backend: str) -> None:
-    """The worker's main loop: import once, then fork one child per job until told to stop."""
+def serve(fd: int, backend: str, lazy: bool = False) -> None:
+    """The worker's main loop: import once, then fork one child per job until told to stop (`lazy`:
+    each when its job comes; else a spare ahead of it)."""
     die_with_parent()
     _become_subreaper()
     if backend == "interpreter":
@@ -206,7 +211,7 @@ def serve(fd: int, backend: str) -> None:
     levels, note = sandbox.probe_levels()
     conn.send({"ready": os.getpid(), "isolation": levels, "isolation_note": note})
     init_cuda = backend == "cuda"
-    spare = Spare.fork(conn, init_cuda, levels)
+    spare = None if lazy else Spare.fork(conn, init_cuda, levels)
     try:
         while True:
             try:
@@ -215,11 +220,13 @@ def serve(fd: int, backend: str) -> None:
                 return
             if job is None:
                 return
-            outcome = _run_in_child(job, conn, spare, levels)
+            outcome = _run_in_child(job, conn, spare or Spare.fork(conn, init_cuda, levels), levels)
             conn.send(outcome.__dict__)
-            spare = Spare.fork(conn, init_cuda, levels)  # warms up while the main process judges
+            # the next child warms up while the main process judges (a lazy worker's waits for its job)
+            spare = None if lazy else Spare.fork(conn, init_cuda, levels)
     finally:
-        spare.discard()
+        if spare is not None:
+            spare.discard()
 
 
 def done() -> None:

@@ -2,7 +2,8 @@
 kept in this process for the latest tasks) and the baselines (eager and torch.compile, timed).
 
 Threads judging one task wait for its reference and baselines; other tasks' are made at the same
-time, on other workers (a verifier with several workers judges several tasks at once).
+time, on other workers (a verifier with several workers judges several tasks at once). With
+`verifier.overlap_baselines` a task's baselines are made while its reference runs (overlap.py).
 """
 
 from __future__ import annotations
@@ -10,10 +11,12 @@ from __future__ import annotations
 import hashlib
 import random
 import threading
+import time
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from mtmc.tasks import Task
+from mtmc.verify import overlap
 from mtmc.verify.integrity import Seal
 from mtmc.verify.judging import Reference
 from mtmc.verify.protocol import derived_size, output_bytes, small_size
@@ -67,12 +70,15 @@ class TrustedRuns:
                           "declared size only"))
         plans = [p for p in plans if p is not None] + [(full, None, "", "")]
         flags: list[str] = []
+        overlap_first = self._overlaps(key)
         for plan, drawn, note, fails in plans:
             try:
-                reference = self._run_reference(task, key, plan)
+                reference = self._run_reference(task, key, plan, overlap_first)
+                overlap_first = False
                 reference.plan = note
                 break
             except VerifierError as err:
+                overlap_first = False
                 if drawn is None:
                     raise
                 why = str(err).splitlines()[0][:200]
@@ -110,9 +116,11 @@ class TrustedRuns:
         with self._lock:
             return self._task_locks.setdefault((kind, key), threading.Lock())
 
-    def _run_reference(self, task: Task, key: str, plan: list[tuple[dict[str, Any], int]]) -> Reference:
+    def _run_reference(self, task: Task, key: str, plan: list[tuple[dict[str, Any], int]],
+                       overlapped: bool = False) -> Reference:
         """The reference on every case of `plan`, (sizes, seeds) pairs: the task's size sets, and
-        a derived or a small size drawn by the verifier (protocol.py)."""
+        a derived or a small size drawn by the verifier (protocol.py). `overlapped`: with the task's
+        baselines made beside it (overlap.py), else (or where that fails) alone."""
         seed = self.base_seed
         cases = [{"sizes": sizes, "model_seed": seed + i, "input_seed": seed + 5000 + i, "mode": task.mode}
                  for sizes, seeds in plan for i in range(seeds)]
@@ -121,15 +129,48 @@ class TrustedRuns:
             if self.device_type == "cuda" else None
         folder = self.pool.data_dir(f"reference-{key[:16]}")
         inputs_path = str(folder / "inputs.pt")
-        outcome, result = self.pool.run(
-            "reference", {"task_name": task.name, "task_source": task.source, "cases": cases,
-                          "device": self.device_type, "inputs_path": inputs_path,
-                          "timing_sets": timing_sets}, self.settings.timeout_s)
+        args = {"task_name": task.name, "task_source": task.source, "cases": cases,
+                "device": self.device_type, "inputs_path": inputs_path, "timing_sets": timing_sets}
+        made = self._overlapped(task, key, args) if overlapped else None
+        if made is not None:
+            return made
+        outcome, result = self.pool.run("reference", args, self.settings.timeout_s)
         if outcome.status != "done":
             raise VerifierError(f"{task.where}: running the reference failed ({outcome.status} "
                                 f"{outcome.detail}):\n{outcome.log_tail}")
-        return Reference(cases, result["expected"], result["timing_expected"], inputs_path, timing_sets,
-                         eager_tf32=result["eager_tf32"], phases_s=result.get("phases_s") or {})
+        return _reference(args, result)
+
+    def _overlaps(self, key: str) -> bool:
+        """Whether the task's reference is made with its baselines beside it (overlap.py)."""
+        with self._lock:
+            made = key in self._baselines
+        return (self.settings.overlap_baselines and self.settings.baselines and self.device_type == "cuda"
+                and not made)
+
+    def _overlapped(self, task: Task, key: str, args: dict[str, Any]) -> Reference | None:
+        """The reference made while the baseline job compiles, then the baselines timed alone
+        (overlap.py); the baselines are kept for the task. None: run the reference again alone (the
+        pool has no lanes, the overlapped job failed, or a float64 floor of it failed, which beside
+        the baseline may have been for want of room: the verdict must be the sequential one's)."""
+        started = time.monotonic()
+        baseline_args = {**self._baseline_args(task, args["inputs_path"]), "case": args["cases"][0]}
+        ran = overlap.reference_and_baseline(self.pool, args, self.settings.timeout_s, baseline_args,
+                                             self.settings.baseline_timeout_s)
+        if ran is None:
+            return None
+        wall = round(time.monotonic() - started, 4)
+        outcome, result = ran.baseline or (None, None)
+        if outcome is not None and outcome.status == "done" and not result.get("aborted"):
+            baseline = self._baseline_result(result)
+            baseline["phases_s"]["after_reference"] = ran.tail_s  # what waited for it, alone
+            with self._lock:
+                self._baselines.setdefault(key, baseline)
+        outcome, result = ran.reference
+        if outcome.status != "done" or result.get("floor_failures"):
+            return None
+        reference = _reference(args, result)
+        reference.phases_s["overlap_wall"] = wall  # reference and baselines, from start to both ends
+        return reference
 
     def _seeds(self, size_index: int) -> int:
         # GPU sizes are GBs of outputs per case: the first size gets every seed (its cases are also
@@ -145,14 +186,27 @@ class TrustedRuns:
             return self._baselines[key]
 
     def _run_baseline(self, task: Task, reference: Reference) -> dict[str, Any]:
-        outcome, result = self.pool.run(
-            "baseline", {"task_name": task.name, "task_source": task.source,
-                         "inputs_path": reference.inputs_path, "timing": self.settings.timing,
-                         "compiled": self.settings.compile_baseline}, self.settings.baseline_timeout_s)
+        outcome, result = self.pool.run("baseline", self._baseline_args(task, reference.inputs_path),
+                                        self.settings.baseline_timeout_s)
         if outcome.status != "done":
             return {"flags": [f"baseline_failed: {outcome.status} {outcome.detail}"]}
+        return self._baseline_result(result)
+
+    def _baseline_args(self, task: Task, inputs_path: str) -> dict[str, Any]:
+        return {"task_name": task.name, "task_source": task.source, "inputs_path": inputs_path,
+                "timing": self.settings.timing, "compiled": self.settings.compile_baseline}
+
+    @staticmethod
+    def _baseline_result(result: dict[str, Any]) -> dict[str, Any]:
         timings = result["timings"]
         flags = [f"compile_baseline_failed: {result['compile_error']}"] if result["compile_error"] else []
         return {"eager_ms": timings["eager"]["reported_ms"],
                 "compiled_ms": timings.get("compiled", {}).get("reported_ms"), "flags": flags,
                 "backend_flags": result.get("backend_flags", {}), "phases_s": result.get("phases_s") or {}}
+
+
+def _reference(args: dict[str, Any], result: dict[str, Any]) -> Reference:
+    """The Reference a reference job with `args` made."""
+    return Reference(args["cases"], result["expected"], result["timing_expected"], args["inputs_path"],
+                     args["timing_sets"], eager_tf32=result["eager_tf32"],
+                     phases_s=result.get("phases_s") or {})

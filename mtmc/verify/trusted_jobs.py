@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from mtmc.tasks.task import Task
-from mtmc.verify import timing_gpu
+from mtmc.verify import overlap, timing_gpu
 from mtmc.verify.case_io import (
     PhaseClock,
     as_list,
@@ -38,23 +38,38 @@ def probe(device: str) -> dict[str, Any]:
 
 
 def baseline(task_name: str, task_source: str, inputs_path: str, timing: dict[str, Any],
-             compiled: bool, timing_lock: str | None = None) -> dict[str, Any]:
+             compiled: bool, timing_lock: str | None = None, case: dict[str, Any] | None = None,
+             gate: str | None = None) -> dict[str, Any]:
     """Eager and torch.compile times of the reference on the candidate's timing inputs, with
     PyTorch's default backend flags (returned under "backend_flags"). Shared mode (timing_gpu.py):
-    all of it on the timing GPU, the timing under its lock (torch.compile's minutes are not)."""
+    all of it on the timing GPU, the timing under its lock (torch.compile's minutes are not).
+    With a `gate` (overlap.py), the timing `case`'s model is built and compiled first, while the
+    reference runs; the rest waits until the main process opens the gate (ABORT: no result)."""
     with timing_gpu.timing_device(timing_lock):
-        return _baseline(task_name, task_source, inputs_path, timing, compiled, timing_lock)
+        return _baseline(task_name, task_source, inputs_path, timing, compiled, timing_lock, case, gate)
 
 
 def _baseline(task_name: str, task_source: str, inputs_path: str, timing: dict[str, Any],
-              compiled: bool, timing_lock: str | None) -> dict[str, Any]:
+              compiled: bool, timing_lock: str | None, early_case: dict[str, Any] | None,
+              gate: str | None) -> dict[str, Any]:
     backend_flags = default_backend_flags()
     os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")  # no compile pools in a child
     clock = PhaseClock()
     task = Task(name=task_name, source=task_source)
+    early = None
+    if gate is not None:
+        early = overlap.early_compile(task, early_case, compiled)
+        clock.lap("early_compile")  # beside the reference job
+        word = overlap.wait_gate(gate)
+        clock.lap("gate")
+        if word != overlap.GO:
+            return {"aborted": True, "phases_s": clock.phases}
     data = load_inputs(inputs_path, "cuda", timing_only=True)
     case = data["cases"][data["timing"]["case"]]
-    model = reference_model(task, case, "cuda")
+    if early is not None and not overlap.same_case(early, case):
+        early = None  # never expected: the main process drew both from one plan
+        torch._dynamo.reset()
+    model = early.model if early is not None else reference_model(task, case, "cuda")
     sets = timing_sets(data, "cuda")
     clock.lap("inputs")
 
@@ -64,11 +79,19 @@ def _baseline(task_name: str, task_source: str, inputs_path: str, timing: dict[s
                 return as_list(module(*inputs))
         return call
 
-    calls = {"eager": runner(model)}
     result: dict[str, Any] = {"compile_error": None, "backend_flags": backend_flags, "phases_s": clock.phases}
+    if early is not None and early.compiled is not None:
+        try:  # finish the early compile (its deferred benchmarks, now alone on the GPU)
+            runner(early.compiled)(to_device(sets[0], "cuda"))
+            torch.cuda.synchronize()
+        except Exception:  # whatever went wrong there: compile from scratch below, as without it
+            torch._dynamo.reset()
+            model, early = reference_model(task, case, "cuda"), None
+    calls = {"eager": runner(model)}
     if compiled:
         try:
-            compiled_call = runner(torch.compile(model))
+            compiled_call = runner(early.compiled if early is not None and early.compiled is not None
+                                   else torch.compile(model))
             compiled_call(to_device(sets[0], "cuda"))  # compile now, so a failure is reported, not timed
             torch.cuda.synchronize()
             calls["compiled"] = compiled_call

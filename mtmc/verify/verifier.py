@@ -114,15 +114,21 @@ class LocalVerifier(_EngineVerifier):
                  baselines: bool = True, compile_baseline: bool = True, baseline_timeout_s: float = 900.0,
                  seed: int | None = None, strict: bool = False, workers_per_gpu: int = 1,
                  timing_gpus: list[int] | None = None, shared_compile_cache: bool | None = None,
-                 resident_share: float = RESIDENT_SHARE, large_case_bytes: int = LARGE_CASE_BYTES) -> None:
+                 resident_share: float = RESIDENT_SHARE, large_case_bytes: int = LARGE_CASE_BYTES,
+                 overlap_baselines: bool = False) -> None:
         """`timing_gpus` and `workers_per_gpu` > 1: shared mode (timing_gpu.py), for trusted programs.
         `shared_compile_cache`: its jobs share one Triton cache (None: on in shared mode only).
         `resident_share`: the share of a GPU's memory its jobs' case inputs may keep there rather than
         in host memory (case_io.RESIDENT_SHARE); it moves data, not verdicts. `large_case_bytes`: one
-        case's outputs past which the task is checked on the large-case plan (engine.LARGE_CASE_BYTES)."""
+        case's outputs past which the task is checked on the large-case plan (engine.LARGE_CASE_BYTES).
+        `overlap_baselines`: a task's baselines compile beside its reference, each GPU a second
+        fork-server for it, and are timed alone (overlap.py); exclusive mode only."""
         if not 0 <= resident_share <= 1:
             raise ValueError(f"resident_share={resident_share}: a share of the GPU's memory, 0 to 1")
         layout, shared = _gpu_layout(gpus, workers_per_gpu, list(timing_gpus or []))
+        if overlap_baselines and shared:
+            raise VerifierError("LocalVerifier: overlap_baselines is for exclusive mode; shared mode "
+                                "(timing_gpus) already compiles baselines beside other jobs")
         shared_compile_cache = _shared_compile_cache(shared_compile_cache, shared)
         if shared_compile_cache:
             shared += "; one Triton compile cache shared by all their jobs"
@@ -135,12 +141,12 @@ class LocalVerifier(_EngineVerifier):
                             excess_speedup=excess_speedup, timing=timing, baselines=baselines,
                             compile_baseline=compile_baseline, baseline_timeout_s=baseline_timeout_s,
                             peaks=peaks, seed=seed, strict=strict, shared_gpus=shared,
-                            large_case_bytes=large_case_bytes)
+                            large_case_bytes=large_case_bytes, overlap_baselines=overlap_baselines)
         envs = [_worker_env({"TRITON_INTERPRET": None, "CUDA_VISIBLE_DEVICES": devices,
                              JOBS_PER_GPU_ENV: str(workers_per_gpu),
                              RESIDENT_SHARE_ENV: str(resident_share)}) for devices, _ in layout]
         pool = WorkerPool("cuda", envs, memory_limit_gb, None, [group for _, group in layout],
-                          shared_compile_cache)
+                          shared_compile_cache, overlap_baselines)  # lanes (overlap.py)
         self.engine = Engine(pool, settings, "cuda", cache_path)
 
 

@@ -29,10 +29,11 @@ from mtmc.verify.transport import restore
 class WorkerPool:
     def __init__(self, backend: str, envs: list[dict[str, str]], memory_gb: float | None,
                  cpu_threads: int | None, timing_groups: list[int | None] | None = None,
-                 shared_compile_cache: bool = False) -> None:
+                 shared_compile_cache: bool = False, lanes: bool = False) -> None:
         """`timing_groups`: each worker's timing GPU in shared mode (timing_gpu.py), None: exclusive.
         `shared_compile_cache`: every candidate job compiles into one Triton cache (trusted programs
-        only: `compile_cache_folder`)."""
+        only: `compile_cache_folder`). `lanes`: each worker gets a twin on its GPU for trusted jobs
+        alone, which forks its children lazily (overlap.py: `verifier.overlap_baselines`)."""
         self.root = Path(tempfile.mkdtemp(prefix="mtmc-verify-", dir=scratch_parent()))
         self.compile_cache = compile_cache_folder(self.root) if shared_compile_cache else None
         self.memory_gb = memory_gb
@@ -41,22 +42,36 @@ class WorkerPool:
         # The workers' candidates all run as nobody and share its process count (RLIMIT_NPROC).
         self.nproc_headroom = NPROC_HEADROOM * len(envs)
         self.workers = [Worker(backend, env, self.root / f"worker{i}.log") for i, env in enumerate(envs)]
+        self.lanes = {id(w): Worker(backend, env, self.root / f"lane{i}.log", lazy=True)
+                      for i, (w, env) in enumerate(zip(self.workers, envs, strict=True))} if lanes else {}
         groups = timing_groups or [None] * len(envs)
         self.timing_locks = {id(w): None if g is None else timing_gpu.lock_file(self.root, g)
                              for w, g in zip(self.workers, groups, strict=True)}
-        for worker in self.workers:  # all launched first: they import torch in parallel
-            worker.wait_ready()
+        for worker in self.workers + list(self.lanes.values()):  # all launched first: they import
+            worker.wait_ready()  # torch in parallel
         self._idle: queue.Queue[Worker] = queue.Queue()
         for worker in self.workers:
             self._idle.put(worker)
 
     def run(self, job: str, args: dict[str, Any], timeout_s: float) -> tuple[Outcome, dict[str, Any] | None]:
         """Run one job on a free worker: (how the child ended, its result when it finished)."""
-        worker = self._idle.get()
+        worker = self.take()
         try:
             return self.run_on(worker, job, args, timeout_s)
         finally:
-            self._idle.put(worker)
+            self.give(worker)
+
+    def take(self) -> Worker:
+        """A free worker, held (no other job runs on it, nor on its GPU in exclusive mode) until `give`."""
+        return self._idle.get()
+
+    def give(self, worker: Worker) -> None:
+        self._idle.put(worker)
+
+    def lane(self, worker: Worker) -> Worker | None:
+        """`worker`'s twin on the same GPU for trusted jobs (None without lanes); use it only while
+        holding `worker` (`take`), so that the two are one GPU's, held together."""
+        return self.lanes.get(id(worker))
 
     def run_on(self, worker: Worker, job: str, args: dict[str, Any],
                timeout_s: float) -> tuple[Outcome, dict[str, Any] | None]:
@@ -104,10 +119,10 @@ class WorkerPool:
 
     @property
     def restarts(self) -> int:
-        return sum(w.restarts for w in self.workers)
+        return sum(w.restarts for w in self.workers + list(self.lanes.values()))
 
     def close(self) -> None:
-        for worker in self.workers:
+        for worker in self.workers + list(self.lanes.values()):
             worker.close()
         shutil.rmtree(self.root, ignore_errors=True)
 
