@@ -57,19 +57,25 @@ SIZES = {"conv_transpose_1d": {"B": 2, "C_IN": 36, "C_OUT": 10, "L": 5},
          "conv_transpose_3d": {"B": 1, "C_IN": 36, "C_OUT": 6, "D": 2, "H": 2, "W": 2}}
 
 
-@pytest.fixture(scope="module")
-def programs(tmp_path_factory) -> dict:
-    """(task name, loop) -> (task, imported program)."""
+def configured_programs(tmp_path_factory, configs: dict[str, dict]) -> dict:
+    """(task name, config name) -> (task, imported program): each CASES task's port, its kernel's
+    config updated with TILES and the named config."""
     out = {}
     for name in CASES:
         task = task_named(name)
         base = coder.apply(task, None, PORT).metadata["template_ir"]
         folder = tmp_path_factory.mktemp(name)
-        for loop, config in LOOPS.items():
+        for label, config in configs.items():
             ir = ProgramIR.from_dict(base)
             ir.kernels()[0].config.update(TILES, **config)
-            out[name, loop] = (task, import_program(generate(task, ir), folder, f"{name}_{loop}"))
+            out[name, label] = (task, import_program(generate(task, ir), folder, f"{name}_{label}"))
     return out
+
+
+@pytest.fixture(scope="module")
+def programs(tmp_path_factory) -> dict:
+    """(task name, loop) -> (task, imported program)."""
+    return configured_programs(tmp_path_factory, LOOPS)
 
 
 def case_id(value) -> str:

@@ -20,7 +20,7 @@ from coders.template.ir import ProgramIR
 from mtmc.strategies import PORT, Strategy
 from tests.coders.test_template import check_module, import_program
 from tests.coders.test_template_conv_transpose import task_named
-from tests.coders.test_template_conv_transpose_live import CASES, SIZES, TILES, case_id
+from tests.coders.test_template_conv_transpose_live import CASES, SIZES, TILES, case_id, configured_programs
 
 coder = TemplateCoder()
 VARIANTS = {
@@ -37,16 +37,7 @@ VARIANTS = {
 @pytest.fixture(scope="module")
 def programs(tmp_path_factory) -> dict:
     """(task name, variant) -> (task, imported program)."""
-    out = {}
-    for name in CASES:
-        task = task_named(name)
-        base = coder.apply(task, None, PORT).metadata["template_ir"]
-        folder = tmp_path_factory.mktemp(name)
-        for variant, config in VARIANTS.items():
-            ir = ProgramIR.from_dict(base)
-            ir.kernels()[0].config.update(TILES, **config)
-            out[name, variant] = (task, import_program(generate(task, ir), folder, f"{name}_{variant}"))
-    return out
+    return configured_programs(tmp_path_factory, VARIANTS)
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
