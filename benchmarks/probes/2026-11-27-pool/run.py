@@ -7,7 +7,8 @@ As 2026-11-26-pool/run.py (whose helpers it imports: the error, the copy bandwid
 torch.compile baselines, the dry-run sizes), with the rows form (coders/template/emit/pool_rows.py,
 the port's form since 7d70243) among the variants. A variant is `name:key=value,...` over the pool
 kernels' configs: form (flat | tile | rows), BLOCK, BLOCK_M, BLOCK_N, vector (1 on, 0 off), BAND
-(the rows form's output rows per program; unset: the launcher's choice), num_warps. Keys a variant
+(the rows form's output rows per program; unset: the launcher's choice), slide (the rows form's
+slide, emit/pool_slide.py: output rows per loop step; unset or 0: the ring), num_warps. Keys a variant
 does not name keep the port's values (the port's `vector` included, so `rows-128-w4` on 45 keeps its
 vector taps).
 
@@ -80,8 +81,8 @@ def configure(ir: ProgramIR, overrides: dict[str, Any]) -> tuple[ProgramIR, list
         cfg = {k: v for k, v in kernel.config.items() if k != "autotune"}
         cfg.update(overrides)
         form = cfg.get("form", "flat")
-        drop = {"tile": ("BAND",), "rows": ("BLOCK_M",),
-                "flat": ("BLOCK_M", "BLOCK_N", "vector", "BAND")}[form]
+        drop = {"tile": ("BAND", "slide"), "rows": ("BLOCK_M",),
+                "flat": ("BLOCK_M", "BLOCK_N", "vector", "BAND", "slide")}[form]
         for key in drop + (("vector",) if not cfg.get("vector") else ()):
             cfg.pop(key, None)
         if form == "tile":
@@ -89,6 +90,8 @@ def configure(ir: ProgramIR, overrides: dict[str, Any]) -> tuple[ProgramIR, list
         elif form == "rows":
             cfg["BLOCK"] = cfg["BLOCK_N"] * ROWS_NOMINAL
         kernel.config = cfg
+        if not cfg.get("slide"):
+            cfg.pop("slide", None)
         if form == "rows" and not pool_emit.is_rows(kernel):
             raise ValueError("the rows form needs a fixed window and no return_indices")
         if cfg.get("vector") and not pool_emit.is_vector(kernel):

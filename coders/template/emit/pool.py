@@ -36,7 +36,7 @@ by the window's size.
 
 from __future__ import annotations
 
-from coders.template.emit import pool_rows
+from coders.template.emit import pool_rows, pool_slide
 from coders.template.emit.common import BodyEmitter, Writer, ptr, var
 from coders.template.emit.launch import kernel_header
 from coders.template.emit.pool_forms import (  # noqa: F401 - the forms and menu steps, re-exported
@@ -47,6 +47,7 @@ from coders.template.emit.pool_forms import (  # noqa: F401 - the forms and menu
     configure,
     form_steps,
     is_rows,
+    is_slide,
     is_tile,
     is_vector,
     vector_ok,
@@ -78,7 +79,10 @@ def _params(kernel: Kernel, regions: Regions) -> tuple[list[str], list[str]]:
         params.append("ROWS")  # the outer rows of a 1-D pool are the tile's (the walk's) rows
     if is_rows(kernel):
         params.append("BAND")  # output rows per program: a run-time number, picked by the launcher
-        block = ["WIDE", "WIDE_PLANE", "BLOCK_N"] + (["RING", "OVERLAP"] if nd > 1 else [])
+        if is_slide(kernel):
+            block = ["WIDE", "WIDE_PLANE", "BLOCK_N", "STEP"] + (["SLIDE"] if nd > 1 else [])
+        else:
+            block = ["WIDE", "WIDE_PLANE", "BLOCK_N"] + (["RING", "OVERLAP"] if nd > 1 else [])
     elif is_tile(kernel):
         block = ["WIDE", "WIDE_PLANE", "BLOCK_M", "BLOCK_N"]
     else:
@@ -102,7 +106,7 @@ def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
     kernel_header(w, kernel, name, params, constexprs)
     w.indent()
     if is_rows(kernel):
-        pool_rows.emit_body(w, kernel, regions)
+        (pool_slide if is_slide(kernel) else pool_rows).emit_body(w, kernel, regions)
         w.dedent()
         return
     if is_tile(kernel):

@@ -34,6 +34,12 @@ def is_rows(kernel: Kernel) -> bool:
     return kernel.config.get("form", "flat") == "rows" and rows_ok(kernel)
 
 
+def is_slide(kernel: Kernel) -> bool:
+    """The rows form's slide (config `slide`: output rows per loop step; emit/pool_slide.py): a queue
+    of row results in the strip's own registers instead of the ring, several rows per step."""
+    return is_rows(kernel) and bool(kernel.config.get("slide"))
+
+
 def is_vector(kernel: Kernel) -> bool:
     """Vector taps in the tile or rows form, where their preconditions hold (elsewhere the form
     loops over every tap)."""

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from coders.template.emit.common import Writer
 from coders.template.emit.launch import Launcher, autotune_configs, output_alloc, wrap_call
-from coders.template.emit.pool_forms import STRIPS, TILES, VECTOR_MAX, is_rows, is_tile, is_vector
+from coders.template.emit.pool_forms import STRIPS, TILES, VECTOR_MAX, is_rows, is_slide, is_tile, is_vector
 from coders.template.emit.pool_regions import Regions
+from coders.template.emit.pool_slide import queue_slots
 from coders.template.ir import Kernel
 from coders.template.pooling import FIELDS
 
@@ -131,6 +132,13 @@ def _rows_grid(w: Writer, kernel: Kernel, nd: int) -> tuple[list[str], list[str]
     w(f"grid = lambda meta: {grid}" if cfg.get("autotune") else f"grid = {grid}")
     args = (["_rows"] if nd == 1 else []) + ["_band"]
     kw = [] if cfg.get("autotune") else [f"BLOCK_N={cfg['BLOCK_N']}"]
+    if is_slide(kernel):
+        kw.append(f"STEP={int(cfg['slide'])}")
+        if nd > 1:
+            w("_span = (_k[-2] - 1) * _d[-2] + 1")
+            w(f"_slide = _s[-2] < _span <= {queue_slots(kernel)}  # windows share rows and fit the queue")
+            kw.append("SLIDE=_slide")
+        return args, kw
     if nd > 1:
         span = "(_k[-2] - 1) * _d[-2] + 1"
         w(f"_overlap = _s[-2] < {span}  # windows share rows: keep them in the ring")

@@ -29,10 +29,11 @@ loaded where the ring is on: a row is loaded if it lies between a window's first
 from __future__ import annotations
 
 from coders.template.emit.common import BodyEmitter, Writer, ptr, var
-from coders.template.emit.pool_forms import is_vector
+from coders.template.emit.pool_forms import is_slide, is_vector
 from coders.template.emit.pool_regions import UNROLL, Regions, emit_outer_split, emit_pooled
 from coders.template.ir import Kernel
 
+NAN_MAX = "tl.maximum({}, {}, propagate_nan=tl.PropagateNan.ALL)"  # max.NaN.f32: a NaN wins
 NO_ROW = -(2**30)  # an empty ring slot's row: below every window's first row
 
 
@@ -205,15 +206,17 @@ def _row_taps(w: Writer, kernel: Kernel, regions: Regions, body: BodyEmitter, re
     region[0] = "inner" if inner else "win"
     for op in regions.per_tap:
         w(body.statement(op))
-    _fold_row(w, max_pool, vector, body.arg(regions.pool.args[0]), inner)
+    _fold_row(w, max_pool, vector, body.arg(regions.pool.args[0]), inner, is_slide(kernel))
     w.dedent()
     if nd == 3:
         w.dedent()
 
 
-def _fold_row(w: Writer, max_pool: bool, vector: bool, value: str, inner: bool) -> None:
+def _fold_row(w: Writer, max_pool: bool, vector: bool, value: str, inner: bool,
+              nan_max: bool = False) -> None:
     """Fold one tap (vector taps: KV taps, reduced along axis 1) into win_row. max as PyTorch's:
-    a NaN wins (tl.max does not promise to propagate it, hence the separate test)."""
+    a NaN wins (tl.max does not promise to propagate it, hence the separate test; with `nan_max`,
+    the slide's, one NaN-propagating maximum: PTX max.NaN.f32)."""
     if not max_pool:
         taps = value if inner else f"tl.where(win_valid, {value}, 0.0)"
         w(f"win_row += tl.sum({taps}, axis=1)" if vector else f"win_row += {taps}")
@@ -222,6 +225,9 @@ def _fold_row(w: Writer, max_pool: bool, vector: bool, value: str, inner: bool) 
     if vector:
         w("win_nan = tl.max((win_val != win_val).to(tl.int32), axis=1) > 0")
         w("win_val = tl.where(win_nan, float(\"nan\"), tl.max(win_val, axis=1))")
+    if nan_max:
+        w(f"win_row = {NAN_MAX.format('win_row', 'win_val')}")
+        return
     w("win_row = tl.where((win_val > win_row) | (win_val != win_val), win_val, win_row)")
 
 

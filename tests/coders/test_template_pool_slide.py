@@ -1,0 +1,103 @@
+"""The rows form's slide (config `slide`, coders/template/emit/pool_slide.py) against PyTorch on the
+CPU interpreter: strips of 4 columns, bands of 3 output rows walked 1, 2 or 4 rows per step (a band's
+last step passes its end), at test_template_pool.py's small odd sizes; and the port unchanged."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from coders.template.emit.module import generate
+from coders.template.ir import ProgramIR
+from mtmc.strategies import PORT
+from tests.coders.test_template import check_module, import_program
+from tests.coders.test_template_pool import coder, formed, fuse_all, kernels, pool_task
+from tests.coders.test_template_pool_rows import ROWS_CASES, STRIP, task_nd
+
+
+def slide_module(task, steps: list[str], tmp_path, tag: str, step: int, band: int = 3,
+                 wide: bool = False, params: str | None = None):
+    """The program after `steps` with its rows-form kernel set to slide `step` output rows per
+    loop step over bands of `band` rows (`wide`: its 64-bit paths forced on), imported."""
+    program = formed(task, steps)
+    ir = ProgramIR.from_dict(program.metadata["template_ir"])
+    (kernel,) = ir.kernels()
+    assert kernel.config["form"] == "rows"
+    kernel.config.update(BAND=band, slide=step)
+    source = generate(task, ir)
+    assert "win_ring" not in source and f"STEP={step}" in source
+    assert ("win_q0" in source) == (task_nd(task) > 1)
+    if wide:
+        source = source.replace("> 2**30", ">= 0")
+    return import_program(source, tmp_path, tag)
+
+
+@pytest.mark.parametrize("nd, module", ROWS_CASES, ids=[m for _, m in ROWS_CASES])
+@pytest.mark.parametrize("step", [1, 2, 4])
+def test_slide_matches_pytorch(nd, module, step, tmp_path):
+    task = pool_task(module, nd=nd)
+    check_module(task, slide_module(task, [STRIP], tmp_path, "slide", step), task.sizes("cpu"))
+
+
+@pytest.mark.parametrize("nd, module", [ROWS_CASES[i] for i in (1, 5, 7, 10, 12)],
+                         ids=[ROWS_CASES[i][1] for i in (1, 5, 7, 10, 12)])
+def test_slide_with_vector_taps_and_64_bit_indices(nd, module, tmp_path):
+    task = pool_task(module, nd=nd)
+    check_module(task, slide_module(task, [STRIP, "vectorize"], tmp_path, "vec", 2), task.sizes("cpu"))
+    check_module(task, slide_module(task, [STRIP], tmp_path, "wide", 2, wide=True), task.sizes("cpu"))
+
+
+@pytest.mark.parametrize("traced, run", [
+    # the queue holds the traced window's span of rows; other run-time windows fold their rows in
+    ("nn.MaxPool2d(3, stride=1, padding=1)", (5, 1, 2, 1, False)),  # a wider span: no queue
+    ("nn.MaxPool2d(3, stride=1, padding=1)", (2, 1, 0, 1, True)),  # a narrower one: the queue's end
+    ("nn.MaxPool2d((3, 2), stride=1, dilation=(2, 1))", (3, 3, 1, 1, False)),  # no overlap: no queue
+])
+def test_slide_reads_other_run_time_windows(traced, run, tmp_path):
+    task = pool_task(traced)
+    module_ = slide_module(task, [STRIP], tmp_path, "run", 2)
+    sizes = task.sizes("cpu")[0]
+    x = task.make_inputs(seed=1, sizes=sizes)[0]
+    model = module_.ModelNew()
+    k, s, p, d, ceil = run
+    for pool in (model.pool,):
+        pool.kernel_size, pool.stride, pool.padding, pool.dilation, pool.ceil_mode = k, s, p, d, ceil
+    expected = torch.nn.functional.max_pool2d(x, k, s, p, d, ceil)
+    with torch.no_grad():
+        torch.testing.assert_close(model(x), expected)
+
+
+def test_slide_propagates_nan_and_takes_fp16(tmp_path):
+    task = pool_task("nn.MaxPool2d(3, 1, 1)", nan=True)
+    module_ = slide_module(task, [STRIP], tmp_path, "nan", 2)
+    assert "propagate_nan=tl.PropagateNan.ALL" in open(module_.__file__).read()
+    sizes = task.sizes("cpu")[0]
+    x = task.make_inputs(seed=1, sizes=sizes)[0]
+    with torch.no_grad():
+        expected, got = task.make_model(sizes=sizes)(x), module_.ModelNew()(x)
+    assert expected.isnan().any() and not expected.isnan().all()
+    torch.testing.assert_close(got, expected, equal_nan=True)
+    task = pool_task("nn.AvgPool2d(3, 2, 1, ceil_mode=True)", dtype="float16")
+    check_module(task, slide_module(task, [STRIP], tmp_path, "fp16", 4), task.sizes("cpu"))
+
+
+def test_slide_is_off_in_the_port():
+    for module in ("nn.MaxPool2d(4, 1, 1)", "nn.AvgPool3d(3, 2, 1)"):
+        program = coder.apply(pool_task(module, nd=3 if "3d" in module else 2), None, PORT)
+        assert "slide" not in kernels(program)[0].config and "win_q0" not in program.source
+
+
+@pytest.mark.parametrize("nd, module, forward", [
+    # a 1-D step's rows are different planes: the per-channel scale is reloaded for each row's store
+    (1, "nn.MaxPool1d(2, stride=1, padding=1)", "self.pool(x - 4.0) * self.scale"),
+    (2, "nn.AvgPool2d(3, 1, 1)", "self.pool(x * self.scale + 3.0)"),
+    (3, "nn.AvgPool3d(3, 2, 1)", "torch.tanh(self.pool(torch.relu(x) * self.scale)) + self.scale"),
+])
+def test_slide_with_fused_prologue_and_epilogue(nd, module, forward, tmp_path):
+    task = pool_task(module, forward, nd=nd)
+    program = formed(task, [STRIP], fuse_all(task, coder.apply(task, None, PORT)))
+    ir = ProgramIR.from_dict(program.metadata["template_ir"])
+    (kernel,) = ir.kernels()
+    assert len(kernel.body) > 3
+    kernel.config.update(BAND=3, slide=2)
+    check_module(task, import_program(generate(task, ir), tmp_path, "fused"), task.sizes("cpu"))
