@@ -93,10 +93,11 @@ EAGER_TOLERANCE_FLAG = ("eager_tolerance: an output was held to 3x the error eag
                         "precision (TF32 convolutions) shows on it, above the dtype's tolerance")
 # Eager's cuDNN does not run every fp32 convolution on TF32: on an H100 its error was exactly 0 on
 # KernelBench level-2 57, 67, 73, 87, 90 and 21 (8 -> 64 / 32 channels; benchmarks/probes/
-# 2026-11-26-conv/h100-runs.log), and KernelBench's own eval accepts eager with TF32 off there. The
+# 2026-11-26-conv/h100-runs.log), and KernelBench's own eval accepted eager with TF32 off where it refused
+# ours. The
 # "tf32" allowance above comes from the op, not the measurement, so a TF32 program passes such a task
-# at an error eager does not make. Flagged, not refused: the coder has no fp32-exact fast form there yet
-# (the runs loop is TF32 only) and the rule's cost is not measured (BENCHMARKS.md, eleventh session).
+# at an error eager does not make. Flagged, not refused: the port's runs loop is TF32 there, and its
+# tf32x3 / ieee forms are not yet timed against it (BENCHMARKS.md, eleventh session).
 TF32_BEYOND_EAGER_FLAG = ("tf32_beyond_eager: an output erred as TF32 does (normalized {cand:.1e}) where "
                           "eager PyTorch computed it in fp32 on this GPU (its error {eager:.1e}); the fp32 "
                           "tolerance would refuse it")
