@@ -48,7 +48,7 @@ RESERVED |= {"lane", "carry", "at", "src", "pos", "in_walk", "out_mask", "v", "s
 RESERVED |= {"tri_row", "tri_col", "tri_rows", "tri_cols"}
 # the conv kernel's own names (emit/conv.py)
 RESERVED |= {"a_mask", "chan", "chan_e", "chan_o", "grp", "img", "img_e", "inside", "k_in", "k_off", "n_pix",
-             "pix_e", "rest", "rest_k", "w_cols", "x_cols", "x_rows", "x_start", "num_pid_n"}
+             "pix_e", "rest", "rest_k", "w_cols", "x_cols", "x_rows", "x_start", "num_pid_n", "img_q"}
 # a pooling conv's (emit/conv_pool.py)
 RESERVED |= {"pool_acc", "win", "rest_w", "po_l", "po_d", "po_h", "po_w", "o_l", "o_d", "o_h", "o_w"}
 

@@ -284,7 +284,7 @@ def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
     params = ["x_ptr", "w_ptr"] + _operand_params(kernel) + [ptr(o.value) for o in kernel.outputs] + \
         ["n_batch", "C_in", "C_out", "CIG", "COG", "M", "K"] + _geometry_params(kernel)
     consts = ["BLOCK_M", "BLOCK_N", *(["BLOCK_K"] if gemm else []), *conv_pool.constexprs(kernel),
-              *conv_fma.constexprs(kernel)]
+              *conv_fma.constexprs(kernel), *conv_runs.constexprs(kernel)]
     kernel_header(w, kernel, name, params, consts, key=["M", "C_out", "K"])
     w.indent()
     w("pid = tl.program_id(0)")
@@ -370,7 +370,7 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
     consts = ["BLOCK_M", "BLOCK_N", *(["BLOCK_K"] if is_gemm(kernel) else []), "num_warps", "num_stages"]
     kw = channel_reduce.launch_blocks(w, kernel, consts, "C_out", groups, lambda m, n: (
         f"(triton.cdiv(M, {m}) * triton.cdiv({cols}, {n}), {groups})"))
-    kw += pooled + conv_fma.launch_kwargs(kernel, "CIG")
+    kw += pooled + conv_fma.launch_kwargs(kernel, "CIG") + conv_runs.launch_kwargs(kernel)
     w("if M > 0 and C_out > 0:")
     for line in wrap_call(f"{name}[grid]", args + kw, "", w.depth + 1):
         w("    " + line)

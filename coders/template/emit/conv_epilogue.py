@@ -21,6 +21,15 @@ def transposed(kernel: Kernel) -> bool:
         and not conv_pool.pools(kernel)
 
 
+def split_rows(kernel: Kernel) -> bool:
+    """Config "split_rows" (a probe variant, off in the port): the epilogue takes each row's image and
+    pixel from one division of offs_m by n_pix. Triton recomputes the epilogue's indices in the store's
+    layout, where a thread holds 32 rows of a 128 x 32 tile: from `img` and `rows % n_pix` that is the
+    whole pixel chain (rows % M, a division per dim, % n_pix), five runtime divisions a row, about half
+    of the epilogue's SASS for level-2 7_'s conv on sm_90 (Triton 3.9)."""
+    return bool(kernel.config.get("split_rows"))
+
+
 def indices(w: Writer, kernel: Kernel) -> tuple[list[Axis], Axis | None]:
     """The epilogue's indices and masks; its axes, and the columns' axis where it reduces them."""
     axes = conv.epilogue_axes(kernel)
@@ -33,8 +42,14 @@ def indices(w: Writer, kernel: Kernel) -> tuple[list[Axis], Axis | None]:
     else:
         w("# epilogue on the fp32 tile: rows are (image, pixel), columns output channels")
     w(f"n_pix = {' * '.join(f'out_{s}' for s in conv.spatial(kernel))}")
-    w(f"img_e = img{rows}")
-    w(f"pix_e = (rows % n_pix){rows}")
+    if split_rows(kernel):
+        w("# one division a row: rows past M (masked) may give an image past the batch")
+        w("img_q = offs_m // n_pix")
+        w(f"img_e = img_q.to(tl.int64){rows}")
+        w(f"pix_e = (offs_m - img_q * n_pix){rows}")
+    else:
+        w(f"img_e = img{rows}")
+        w(f"pix_e = (rows % n_pix){rows}")
     if conv.is_gemm(kernel):
         w(f"chan_e = (grp * COG + offs_n){cols}")
         w(f"n_mask = (offs_n < COG){cols}")

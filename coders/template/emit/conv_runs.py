@@ -72,13 +72,39 @@ def check(kernel: Kernel) -> None:
         raise FusionError("the runs loop needs a last-dim dilation of 1 (its run of taps is contiguous)")
 
 
-def _pads_last_dim(kernel: Kernel) -> bool:
+def static(kernel: Kernel) -> bool:
+    """Config "runs_static" (a probe variant, off in the port): the group's channels and the kernel's
+    extents are constexprs (CIG_R, KS_<dim>; one compile per conv shape), so the run, its K blocks and
+    the trip count are constants. Compiled for sm_90 (Triton 3.9, level-2 7_'s 8 -> 32 conv), the
+    runtime form's K step is ~400 SASS instructions for 4 HGMMAs: 4-byte cp.asyncs (16 a thread) with
+    a mask each, a 64-bit address each and four runtime divisions; with constexprs the a tile's row
+    base is a multiple of the 8 channels, so each thread copies 16-byte vectors (4, and 1 for b) and
+    an unpadded conv drops the rows' window test (a valid pixel's window lies inside the input)."""
+    return uses_runs(kernel) and bool(kernel.config.get("runs_static"))
+
+
+def constexprs(kernel: Kernel) -> list[str]:
+    return ["CIG_R", *(f"KS_{s}" for s in conv.spatial(kernel))] if static(kernel) else []
+
+
+def launch_kwargs(kernel: Kernel) -> list[str]:
+    return ["CIG_R=CIG", *(f"KS_{s}=ks_{s}" for s in conv.spatial(kernel))] if static(kernel) else []
+
+
+def _pads(kernel: Kernel, dims: list[int]) -> bool:
     padding = kernel.space["padding"]
-    return padding == "same" or padding[-1] != 0
+    return padding == "same" or any(padding[i] != 0 for i in dims)
+
+
+def _pads_last_dim(kernel: Kernel) -> bool:
+    return _pads(kernel, [-1])
 
 
 def k_loop(w: Writer, kernel: Kernel) -> None:
     """emit/conv.py's gemm K loop (x_rows, w_rows, i0_<dim> and acc as it sets them)."""
+    if static(kernel):
+        _k_loop_static(w, kernel)
+        return
     dims = conv.spatial(kernel)
     outer, last = dims[:-1], dims[-1]
     conv.group_pointers(w, kernel)
@@ -94,13 +120,51 @@ def k_loop(w: Writer, kernel: Kernel) -> None:
     if outer:
         w(f"row_in = {conv.window_inside(outer)}")
         mask = f"row_in[:, None] & {mask}"
+    _load_run(w, kernel, mask, "C_in", "CIG", "RUN")
+
+
+def _load_run(w: Writer, kernel: Kernel, mask: str, channels: str, group: str, run: str) -> None:
+    """The a and b tiles of a step (`channels`: the input's, `group`: a group's) and the dot."""
+    last = conv.spatial(kernel)[-1]
     if _pads_last_dim(kernel):
-        w(f"i_{last} = i0_{last}[:, None] + (k // CIG)[None, :]  # each element's last-dim position")
+        w(f"i_{last} = i0_{last}[:, None] + (k // {group})[None, :]  # each element's last-dim position")
         mask += f" & (i_{last} >= 0) & (i_{last} < in_{last})"
-    w(f"a = tl.load(x_rows[:, None] + (tap_off * C_in + k)[None, :], mask={mask}, other=0.0)")
-    w("b = tl.load(w_rows[:, None] + (outer * RUN + k)[None, :], mask=(k < RUN)[None, :], other=0.0)")
+    w(f"a = tl.load(x_rows[:, None] + (tap_off * {channels} + k)[None, :], mask={mask}, other=0.0)")
+    w(f"b = tl.load(w_rows[:, None] + (outer * {run} + k)[None, :], mask=(k < {run})[None, :], other=0.0)")
     conv.dot(w, kernel)
     w.dedent()
+
+
+def _k_loop_static(w: Writer, kernel: Kernel) -> None:
+    """k_loop with the constexprs of `static`: the same steps, constant bounds (groups == 1: CIG_R is
+    the input's channels)."""
+    dims = conv.spatial(kernel)
+    outer, last = dims[:-1], dims[-1]
+    plane = conv.product([f"in_{s}" for s in dims])
+    w("offs_k = tl.arange(0, BLOCK_K)")
+    w("# each row's window start: a multiple of the constexpr channels, so 16-byte vectors along K")
+    w(f"x_rows = x_ptr + (img * {plane} + x_start) * CIG_R")
+    w(f"w_rows = w_ptr + offs_n % COG * {conv.product([f'KS_{s}' for s in dims])} * CIG_R")
+    w("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)")
+    w(f"RUN: tl.constexpr = KS_{last} * CIG_R  # a window row's last-dim taps x the channels")
+    w("k_blocks: tl.constexpr = (RUN + BLOCK_K - 1) // BLOCK_K")
+    w(f"for step in range(0, {conv.product([f'KS_{s}' for s in outer] or ['1'])} * k_blocks):")
+    w.indent()
+    w("outer = step // k_blocks  # divisions by constexprs")
+    w("k = (step % k_blocks) * BLOCK_K + offs_k")
+    w("rest_t = outer")
+    for s in reversed(outer):
+        w(f"dk_{s} = (rest_t % KS_{s}) * dil_{s}")
+        w(f"rest_t = rest_t // KS_{s}")
+    offset = ""  # dk_<last> = 0: the run starts at the window
+    for s in outer:
+        offset = f"({offset}) * in_{s} + dk_{s}" if offset else f"dk_{s}"
+    w(f"tap_off = ({offset}) * in_{last}" if outer else "tap_off = 0")
+    mask = "(k < RUN)[None, :]"
+    if outer and _pads(kernel, list(range(len(outer)))):
+        w(f"row_in = {conv.window_inside(outer)}")
+        mask = f"row_in[:, None] & {mask}"
+    _load_run(w, kernel, mask, "CIG_R", "CIG_R", "RUN")
 
 
 def launch_check(w: Writer, kernel: Kernel) -> None:
