@@ -1,6 +1,6 @@
 """The runs loop's constexpr form (config "runs_static", emit/conv_runs.py) and the epilogue's one
 division a row (config "split_rows", emit/conv_epilogue.py) against PyTorch on the CPU interpreter at odd
-sizes: every runs geometry, a pooling conv, 3-D, and both keys off leaving the program as it was."""
+sizes: every runs geometry, a pooling conv, 3-D, and the port taking runs_static."""
 
 from __future__ import annotations
 
@@ -61,7 +61,10 @@ def test_split_rows_on_the_taps_loop(tmp_path):
     check(task, program, tmp_path)
 
 
-def test_both_keys_off_leave_the_program_as_it_was():
+def test_the_port_takes_the_static_runs_loop_and_runs_static_0_the_runtime_one(tmp_path):
     task = geometry_task(3, 3, "padding=1", [{"B": 2, "C_IN": 8, "C_OUT": 17, "S": 10}])
-    plain = configured(task, **RUNS_IEEE).source
-    assert configured(task, **RUNS_IEEE, runs_static=0, split_rows=0).source == plain
+    port = configured(task)
+    assert port.source.count("CIG_R: tl.constexpr") == 1 and "img_q = offs_m // n_pix" not in port.source
+    runtime = configured(task, runs_static=0)
+    assert "CIG_R" not in runtime.source
+    check(task, port, tmp_path)
