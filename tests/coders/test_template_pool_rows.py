@@ -30,6 +30,7 @@ def rows_module(task, steps: list[str], tmp_path, tag: str, band: int = 2, wide:
     (kernel,) = ir.kernels()
     assert kernel.config["form"] == "rows"
     kernel.config["BAND"] = band
+    kernel.config.pop("slide", None)  # the ring: the port's slide (overlapping windows) has its own tests
     source = generate(task, ir)
     assert "plane_strips" in source and ("win_ring" in source) == (task_nd(task) > 1)
     # strips inside the input take unmasked taps (the cases' sizes have some); vector taps keep masks
@@ -129,7 +130,8 @@ def test_fused_prologue_and_epilogue_in_the_rows_form(nd, module, forward, tmp_p
 def test_port_takes_the_rows_form_where_it_applies():
     """Fixed windows without indices or dilation, with plain taps (45's 11 x 11 too: on an H100 its
     vector taps ran 73% of the floor, plain ones 93%); the flat form for dilated windows (41 and 43
-    ran 0.69x and 0.35x of it in the rows form), indices and adaptive pools."""
+    ran 0.69x and 0.35x of it in the rows form), indices and adaptive pools. Where windows share
+    rows the rows form slides (test_template_pool_slide.py)."""
     cases = {"nn.MaxPool2d(4, 1, 1)": ("rows", None), "nn.AvgPool2d(5)": ("rows", None),
              "nn.MaxPool2d(5, dilation=2)": ("flat", None), "nn.AvgPool2d(3, 2, 1)": ("rows", None),
              "nn.MaxPool2d(3, 2, 1, return_indices=True)": ("flat", None),

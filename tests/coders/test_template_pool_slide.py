@@ -1,6 +1,7 @@
 """The rows form's slide (config `slide`, coders/template/emit/pool_slide.py) against PyTorch on the
 CPU interpreter: strips of 4 columns, bands of 3 output rows walked 1, 2 or 4 rows per step (a band's
-last step passes its end), at test_template_pool.py's small odd sizes; and the port unchanged."""
+last step passes its end), at test_template_pool.py's small odd sizes; and its place in the port
+(undilated 2-D and 3-D windows that share rows: pool_forms.slide_in_port) and the menu."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import torch
 from coders.template.emit.module import generate
 from coders.template.ir import ProgramIR
 from mtmc.strategies import PORT
-from tests.coders.test_template import check_module, import_program
+from tests.coders.test_template import check, check_module, import_program
 from tests.coders.test_template_pool import coder, formed, fuse_all, kernels, pool_task
 from tests.coders.test_template_pool_rows import ROWS_CASES, STRIP, task_nd
 
@@ -81,10 +82,45 @@ def test_slide_propagates_nan_and_takes_fp16(tmp_path):
     check_module(task, slide_module(task, [STRIP], tmp_path, "fp16", 4), task.sizes("cpu"))
 
 
-def test_slide_is_off_in_the_port():
-    for module in ("nn.MaxPool2d(4, 1, 1)", "nn.AvgPool3d(3, 2, 1)"):
-        program = coder.apply(pool_task(module, nd=3 if "3d" in module else 2), None, PORT)
-        assert "slide" not in kernels(program)[0].config and "win_q0" not in program.source
+@pytest.mark.parametrize("nd, module", [
+    (2, "nn.MaxPool2d(4, 1, 1)"),  # 42's window: 4 x 4 at stride 1
+    (3, "nn.AvgPool3d(3, 2, 1)"),  # 46's: 3 x 3 x 3 at stride 2
+    (2, "nn.AvgPool2d((3, 2), stride=(2, 3), padding=(1, 0), ceil_mode=True, count_include_pad=False)"),
+])
+def test_port_slides_undilated_windows_that_share_rows(nd, module, tmp_path):
+    """The port's program as it is (slide 2, the strip to the row up to 128, the launcher's band: the
+    whole plane at these sizes, so an odd band's last step passes its end) matches PyTorch."""
+    task = pool_task(module, nd=nd)
+    program = coder.apply(task, None, PORT)
+    (kernel,) = kernels(program)
+    assert {k: kernel.config.get(k) for k in ("form", "slide", "num_warps")} == \
+        {"form": "rows", "slide": 2, "num_warps": 4}
+    assert kernel.config["BLOCK_N"] <= 128 and "win_q0" in program.source and "win_ring" not in program.source
+    check(task, program, tmp_path)
+
+
+@pytest.mark.parametrize("nd, module", [
+    (1, "nn.AvgPool1d(8, 1, 4)"),  # 44's window: a 1-D pool's rows share nothing (not probed)
+    (1, "nn.MaxPool1d(3, 1, 1, dilation=3)"),  # 41's kind: dilated, the flat form
+    (3, "nn.MaxPool3d(3, 2, 1, dilation=3)"),  # 43's: dilated, the flat form
+    (2, "nn.MaxPool2d(3, 1, 1, dilation=(2, 1))"),  # dilated along one dim
+    (2, "nn.AvgPool2d(3)"),  # 45's kind: no shared rows, the ring's direct folds
+    (2, "nn.MaxPool2d((2, 3), stride=(2, 1))"),  # shares columns only
+    (2, "nn.MaxPool2d(3, 1, 1, return_indices=True)"),  # indices: the flat form
+])
+def test_port_keeps_the_ring_or_flat_form_elsewhere(nd, module):
+    program = coder.apply(pool_task(module, nd=nd), None, PORT)
+    assert "slide" not in kernels(program)[0].config and "win_q0" not in program.source
+
+
+def test_strip_steps_keep_the_port_slide_and_other_forms_drop_it():
+    task = pool_task("nn.MaxPool2d(4, 1, 1)")
+    strip = formed(task, ["tile BLOCK_N=256"])
+    assert kernels(strip)[0].config["slide"] == 2 and "win_q0" in strip.source
+    for step in ("tile BLOCK=256", "tile BLOCK_M=8 BLOCK_N=32"):
+        assert "slide" not in kernels(formed(task, [step]))[0].config
+    ring = formed(task, ["tile BLOCK=256", "tile BLOCK_N=64"])
+    assert "slide" not in kernels(ring)[0].config and "win_ring" in ring.source
 
 
 @pytest.mark.parametrize("nd, module, forward", [

@@ -15,7 +15,9 @@ Three forms, chosen by the kernel's config (`form`; the menu's `tile` and `vecto
   (not adaptive) window and no return_indices (a reduced tap loses its position); `vector_ok`.
 - "rows" (BLOCK_N, emit/pool_rows.py; the port's where it applies): a program walks a strip of
   BLOCK_N output columns down a band of output rows, reads each input row once and keeps the rows
-  its windows share in registers. Same preconditions as `vector`, which it also takes.
+  its windows share in registers. Same preconditions as `vector`, which it also takes. Its slide
+  (config `slide`, emit/pool_slide.py) keeps those rows in a queue and walks several output rows
+  per step: the port's where undilated 2-D and 3-D windows share rows (pool_forms.slide_in_port).
 
 Along
 each pooled dim j an element's window starts at `oi * stride - padding` and has KS{j} taps `dilation`

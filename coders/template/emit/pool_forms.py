@@ -20,6 +20,9 @@ STRIPS = {1: (512, 1024, 2048), 2: (64, 128, 256, 512)}
 PORT_STRIP = {1: 1024, 2: 512}  # the port's strip, at most (4 warps: 8 or 4 columns per thread)
 BAND_NOMINAL = 16  # rows per program that steps.programs assumes (the launcher picks the band)
 FLAT_CONFIG = {"BLOCK": 512, "num_warps": 4}  # the flat form: output elements per program
+# the port's rows form where windows share rows (slide_in_port): 2 output rows per loop step, a strip
+# of at most 128 columns, 4 warps
+SLIDE_CONFIG = {"slide": 2, "BLOCK_N": 128, "num_warps": 4}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -101,7 +104,8 @@ def form_steps(kernel: Kernel) -> list[Strategy]:
 
 def port_config(kernel: Kernel) -> dict:
     """The port's configuration of a pool kernel: the rows form where it applies and the window is
-    not dilated, else the flat form.
+    not dilated (with the slide where windows share rows above 1-D: `slide_in_port`), else the flat
+    form.
 
     The rows form reads each input row once per program and keeps the window's rows in registers,
     so a tap is one contiguous load of the strip instead of a gather per output (the flat form: a
@@ -117,14 +121,41 @@ def port_config(kernel: Kernel) -> dict:
     nd = min(kernel.space["nd"], 2)
     out_w = max(1, kernel.space["traced"][-1])
     strip = min(max(1 << (out_w - 1).bit_length(), STRIPS[nd][0]), PORT_STRIP[nd])
+    if slide_in_port(kernel):
+        # 128 as probed (at slide 8, 256 columns and 8 warps ran 1% faster on 42, 1.7x slower on 46);
+        # a row of at most 64 columns keeps the ring's strip of 64, which masks fewer lanes off
+        strip = min(strip, SLIDE_CONFIG["BLOCK_N"])
+        return {"form": "rows", **SLIDE_CONFIG, "BLOCK_N": strip, "BLOCK": strip * BAND_NOMINAL}
     return {"form": "rows", "BLOCK_N": strip, "BLOCK": strip * BAND_NOMINAL, "num_warps": 4}
+
+
+def slide_in_port(kernel: Kernel) -> bool:
+    """Whether the port takes the slide (SLIDE_CONFIG) over the ring: a 2-D or 3-D pool whose traced
+    window is fixed, undilated in every pooled dim (port_config's rows form) and whose windows share
+    rows (stride < kernel along the pooled dim before the last: the slide's queue is on).
+
+    On an H100 (2026-11-27, benchmarks/probes/2026-11-27-pool, h100-slide.log; KernelBench level 1)
+    slide 2, strip 128, 4 warps took 42's MaxPool2d k4 s1 p1 from 5.97 ms (the ring, strip 512;
+    23.8% of the floor) to 3.33 ms (42.6%; slide 4 and 8 ran 3.39 and 3.31, the ring at strip 128
+    7.16), and 46's AvgPool3d k3 s2 p1 from 4.42 ms (72.2%) to 3.42 ms (93.4%; slide 4 3.40, slide 8
+    4.44). The dilated pools stay off it (and in the flat form): 43's MaxPool3d d3 ran 3.87 ms
+    against the port's 3.62 (slide 8, strip 256, 8 warps: 16.6), 41's MaxPool1d d3 3.80 against 3.78.
+    Not probed, so unchanged: 1-D pools (44's AvgPool1d k8 s1), whose rows are independent (no
+    queue), and windows that share no rows (45's AvgPool2d k11 s11, 93% of the floor in the ring)."""
+    fixed = kernel.space.get("fixed")
+    if not fixed or kernel.space["nd"] < 2 or any(d != 1 for d in fixed.get("dilation", [1])):
+        return False
+    r = kernel.space["nd"] - 2
+    return fixed["stride"][r] < fixed["kernel_size"][r]
 
 
 def configure(kernel: Kernel, strategy: Strategy) -> None:
     """Apply `tile BLOCK=..` (the flat form), `tile BLOCK_M=.. BLOCK_N=..` (the tile form),
     `tile BLOCK_N=..` (the rows form) or `vectorize` (vector taps: in the rows form, else the tile
     form's) to a pool kernel's config; CoderError where it does not apply. BLOCK stays about the
-    output elements per program in every form (steps.programs reads it)."""
+    output elements per program in every form (steps.programs reads it). A strip step keeps the
+    port's slide (the strips around it are tuned in the form that won); a step into the flat or tile
+    form drops it, and a strip step from there walks the ring."""
     cfg = kernel.config
     args = {k: int(v) for k, v in strategy.params if k != "value"}
     if cfg.get("autotune"):
@@ -138,7 +169,7 @@ def configure(kernel: Kernel, strategy: Strategy) -> None:
         cfg["vector"] = True
     elif strategy.kind == "tile" and set(args) == {"BLOCK"}:
         _require_power_of_two(args.values())
-        for key in ("BLOCK_M", "BLOCK_N", "vector", "BAND"):
+        for key in ("BLOCK_M", "BLOCK_N", "vector", "BAND", "slide"):
             cfg.pop(key, None)
         if "form" in cfg:
             cfg["form"] = "flat"
@@ -148,6 +179,7 @@ def configure(kernel: Kernel, strategy: Strategy) -> None:
         if args["BLOCK_M"] * args["BLOCK_N"] > 8192:
             raise CoderError("a pool tile of more than 8192 outputs")
         cfg.pop("BAND", None)
+        cfg.pop("slide", None)
         cfg.update(form="tile", BLOCK=args["BLOCK_M"] * args["BLOCK_N"], **args)
     elif strategy.kind == "tile" and set(args) == {"BLOCK_N"}:
         _require_power_of_two(args.values())

@@ -1,5 +1,7 @@
 """The rows form's slide (config `slide` = STEP, output rows per loop step; emit/pool.py dispatches
-here; the rows form's other pieces are emit/pool_rows.py's).
+here; the rows form's other pieces are emit/pool_rows.py's). The port slides 2 rows a step in strips
+of up to 128 columns where undilated 2-D and 3-D windows share rows (pool_forms.slide_in_port: on an
+H100, 2026-11-27, benchmarks/probes/2026-11-27-pool, KernelBench 42 ran 1.8x and 46 1.3x the ring).
 
 Why: compiled for sm_90 (Triton 3.9 on the CPU), the rows form's ring, a [RING, BLOCK_N] tensor,
 takes a layout of its own (one column per thread) while the strip's rows have theirs, so every
