@@ -53,12 +53,13 @@ from mtmc.verify.trusted import REFERENCE_BYTES_KEPT, REFERENCES_KEPT, TrustedRu
 from mtmc.verify.verdict import Status, Verdict, VerifierError  # noqa: F401  (re-exported)
 from mtmc.verify.worker_pool import WorkerPool
 
-VERIFIER_VERSION = "2.5"  # bump whenever a change can flip a verdict: cached verdicts expire
+VERIFIER_VERSION = "2.6"  # bump whenever a change can flip a verdict: cached verdicts expire
 INTERPRETER_DEVICE = "cpu (triton interpreter)"
-# One case's outputs past this (bytes, at the task's first size) move the reference to the large-case
-# plan (trusted.TrustedRuns._large_plan): one seed there, the others at a small size. The built-in
-# suite's largest outputs are 2 GiB a case (transport.py) and stay on the full plan; KernelBench
-# level 1's largest (6-17 GB a case, issue 25) take the large one. 0: the full plan always.
+# One case's inputs or outputs past this (bytes, at the task's first size) move the reference to the
+# large-case plan (trusted.TrustedRuns._large_plan): one seed there, the others at a small size. The
+# built-in suite's largest cases (4 GiB of inputs, 2 GiB of outputs) stay on the full plan; KernelBench
+# level 1's largest (6-17 GB a case, of outputs or of inputs alone, issue 25) take the large one. 0:
+# the full plan always.
 LARGE_CASE_BYTES = 4 * 2**30
 FULL_ISOLATION = "netns+pidns+readonly+nobody"
 

@@ -10,9 +10,10 @@ candidate cannot read it:
 - `derived_size`: for a task that declares a single size, a second one near it: each constant
   that `get_inputs` reads (and `get_init_inputs` does not) becomes a random odd number a little
   below its declared value, so a kernel hard-coded to the declared shape fails.
-- `small_size`: for a task whose outputs are too large to move several times per verdict (the
-  large-case plan, trusted.py), a size whose outputs fit a budget, drawn the same way but further
-  below the declared values: the seeds the declared size no longer gets are checked there.
+- `small_size`: for a task whose inputs or outputs are too large to move several times per verdict
+  (the large-case plan, trusted.py), a size whose inputs and outputs fit a budget, drawn the same
+  way but further below the declared values: the seeds the declared size no longer gets are checked
+  there.
 """
 
 from __future__ import annotations
@@ -69,25 +70,29 @@ def _shrunk(task: Task, sizes: dict[str, Any], rng: random.Random, scale: float)
     return derived if derived != dict(sizes) else None
 
 
-def output_bytes(task: Task, sizes: dict[str, Any]) -> int | None:
-    """Bytes of the reference's outputs at `sizes`, traced on the meta device (no memory, no
-    compute); None when the trace fails (an op without a meta kernel)."""
+def case_bytes(task: Task, sizes: dict[str, Any]) -> tuple[int, int] | None:
+    """Bytes of a case's inputs and of the reference's outputs at `sizes`, traced on the meta device
+    (no memory, no compute); None when the trace fails (an op without a meta kernel)."""
     try:
-        outputs = summarize(task, sizes).outputs
-        return sum(math.prod(t.shape) * getattr(torch, t.dtype).itemsize for t in outputs)
+        summary = summarize(task, sizes)
     except Exception:  # any failure means "unknown", and the caller keeps the full plan
         return None
+    return _nbytes(summary.inputs), _nbytes(summary.outputs)
+
+
+def _nbytes(tensors: list[Any]) -> int:
+    return sum(math.prod(t.shape) * getattr(torch, t.dtype).itemsize for t in tensors)
 
 
 def small_size(task: Task, sizes: dict[str, Any], rng: random.Random, budget: int) -> dict[str, Any] | None:
-    """A size set below `sizes` whose outputs take at most `budget` bytes: the constants' ceiling
-    halved until they fit (SMALL_STEPS times at most), each constant then drawn as `derived_size`
-    draws (odd, random). None when no constant of `get_inputs` can shrink enough."""
+    """A size set below `sizes` whose inputs and outputs each take at most `budget` bytes: the
+    constants' ceiling halved until they fit (SMALL_STEPS times at most), each constant then drawn
+    as `derived_size` draws (odd, random). None when no constant of `get_inputs` can shrink enough."""
     for step in range(1, SMALL_STEPS + 1):
         small = _shrunk(task, sizes, rng, 0.5 ** step)
         if small is None:
             return None
-        nbytes = output_bytes(task, small)
-        if nbytes is not None and nbytes <= budget:
+        nbytes = case_bytes(task, small)
+        if nbytes is not None and max(nbytes) <= budget:
             return small
     return None

@@ -19,7 +19,7 @@ from mtmc.tasks import Task
 from mtmc.verify import overlap
 from mtmc.verify.integrity import Seal
 from mtmc.verify.judging import Reference
-from mtmc.verify.protocol import derived_size, output_bytes, small_size
+from mtmc.verify.protocol import case_bytes, derived_size, small_size
 from mtmc.verify.verdict import VerifierError
 from mtmc.verify.worker_pool import WorkerPool
 
@@ -90,23 +90,28 @@ class TrustedRuns:
         return reference
 
     def _large_plan(self, task: Task, size_sets: list[dict[str, Any]]) -> tuple[list, dict, str, str] | None:
-        """The large-case plan, or None: when one case's outputs at the first size exceed
-        `large_case_bytes`, every output byte travels several times per verdict (the reference's to
-        this process, the candidate's out of its child, both to the GPU to be compared: issue 25), so
-        that size gets one seed (secret, like every seed) and the others go to a small size drawn
+        """The large-case plan, or None: when one case's inputs or outputs at the first size exceed
+        `large_case_bytes`, every such byte travels several times per verdict: the outputs from each
+        child to this process and back to the GPU to be compared (issue 25), the inputs, parked in
+        host memory past the device's share (case_io.RESIDENT_SHARE), into the device at every call
+        of the candidate's job, its timing loop's included (45_Average_Pooling_2D: 16 GiB of inputs
+        a case, 0.13 GiB of outputs; on the full plan, three such cases and a derived one took its
+        candidate job past the 120 s limit on an H100).
+        So that size gets one seed (secret, like every seed) and the others go to a small size drawn
         with the verifier's secret randomness (protocol.small_size; odd constants, as the derived size
-        it replaces), whose outputs fit an eighth of the budget. The elementwise comparison is the
-        same on every case; what shrinks is the number of full-size samples."""
+        it replaces), whose inputs and outputs each fit an eighth of the budget. The elementwise
+        comparison is the same on every case; what shrinks is the number of full-size samples."""
         budget = self.settings.large_case_bytes
-        nbytes = output_bytes(task, size_sets[0]) if budget else None
-        if nbytes is None or nbytes <= budget:
+        nbytes = case_bytes(task, size_sets[0]) if budget else None
+        if nbytes is None or max(nbytes) <= budget:
             return None
         small = small_size(task, size_sets[0], self._size_rng, budget // 8)
         if small is None:
             return None
         seeds = self.settings.seeds
         plan = [(size_sets[0], 1)] + [(sizes, 1) for sizes in size_sets[1:]] + [(small, seeds)]
-        note = (f"1 seed at the declared size ({nbytes / 2**30:.1f} GiB of outputs a case, over the "
+        side = "inputs" if nbytes[0] >= nbytes[1] else "outputs"
+        note = (f"1 seed at the declared size ({max(nbytes) / 2**30:.1f} GiB of {side} a case, over the "
                 f"{budget / 2**30:.3g} GiB budget), {seeds} at the smaller size {small}")
         return plan, small, note, "no_small_size: {}; checked at full size on every seed"
 

@@ -120,7 +120,8 @@ class LocalVerifier(_EngineVerifier):
         `shared_compile_cache`: its jobs share one Triton cache (None: on in shared mode only).
         `resident_share`: the share of a GPU's memory its jobs' case inputs may keep there rather than
         in host memory (case_io.RESIDENT_SHARE); it moves data, not verdicts. `large_case_bytes`: one
-        case's outputs past which the task is checked on the large-case plan (engine.LARGE_CASE_BYTES).
+        case's inputs or outputs past which the task is checked on the large-case plan
+        (engine.LARGE_CASE_BYTES).
         `overlap_baselines`: a task's baselines compile beside its reference, each GPU a second
         fork-server for it, and are timed alone (overlap.py); exclusive mode only."""
         if not 0 <= resident_share <= 1:

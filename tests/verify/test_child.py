@@ -8,7 +8,7 @@ import torch
 from mtmc.tasks import Task
 from mtmc.verify.case_io import default_backend_flags as _default_backend_flags
 from mtmc.verify.case_io import run_forward as _forward
-from mtmc.verify.child import _host_copy, _state_changes, reference
+from mtmc.verify.child import _host_copy, _state_changes, _state_pair, reference
 from mtmc.verify.correctness import REFERENCE_NOISE_FLAG, compare_case, tolerance_for
 
 
@@ -75,6 +75,17 @@ def test_tensors_kept_on_the_model_may_be_made_once_but_not_depend_on_the_inputs
     assert last == ["self.last"]
     # one case of each size: no second seed to compare with
     assert _state_changes(candidate_module(LastInput), cases({"n": 4}, {"n": 5}), "cpu", _forward) == []
+    # the large-case plan's order (trusted.py): one seed at the declared size, then the small size's
+    large_plan = cases({"n": 4}, {"n": 5}, {"n": 3}, {"n": 3})
+    assert _state_changes(candidate_module(LastInput), large_plan, "cpu", _forward) == ["self.last"]
+
+
+def test_the_state_check_takes_two_seeds_of_the_first_size_that_has_them():
+    full = cases({"n": 4}, {"n": 4}, {"n": 4}, {"n": 5})
+    assert _state_pair(full) == full[:2]  # the full plan: the declared size, as before the large-case plan
+    large = cases({"n": 4}, {"n": 5}, {"n": 3}, {"n": 3}, {"n": 3})
+    assert _state_pair(large) == large[2:4]
+    assert _state_pair(cases({"n": 4}, {"n": 5})) == []
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -6,10 +6,11 @@ import threading
 import pytest
 from corpus_index import TASKS
 
-from mtmc.tasks import load_task
-from mtmc.verify.engine import Settings
+from mtmc.tasks import Task, load_task
+from mtmc.verify.engine import LARGE_CASE_BYTES, Settings
 from mtmc.verify.forkserver import Outcome
 from mtmc.verify.integrity import Seal
+from mtmc.verify.protocol import case_bytes
 from mtmc.verify.trusted import TrustedRuns
 
 
@@ -90,28 +91,30 @@ class RecordingPool(MeetingPool):
         return super().run(job, args, timeout_s)
 
 
-def planned(tmp_path, budget, failing=None):
+def planned(tmp_path, budget, failing=None, task=None, device="cpu"):
     pool = RecordingPool(tmp_path, failing)
-    runs = TrustedRuns(pool, Settings(seeds=3, seed=0, large_case_bytes=budget), "cpu", Seal(), base_seed=0)
-    return runs.reference(load_task(TASKS / "pointwise.py")), pool
+    runs = TrustedRuns(pool, Settings(seeds=3, seed=0, large_case_bytes=budget), device, Seal(), base_seed=0)
+    return runs.reference(task or load_task(TASKS / "pointwise.py")), pool
 
 
 def test_large_cases_get_one_full_size_seed_and_the_rest_at_a_small_size(tmp_path):
-    """pointwise's first CPU size has 4000 bytes of outputs: over a 2000-byte budget it gets one seed,
-    its second size one, and three seeds go to a drawn small size whose outputs fit an eighth of it."""
+    """pointwise's first CPU size has 8000 bytes of inputs and 4000 of outputs: over a 2000-byte
+    budget it gets one seed, its second size one, and three seeds go to a drawn small size whose
+    inputs and outputs each fit an eighth of it."""
     reference, pool = planned(tmp_path, 2000)
     sizes = [c["sizes"] for c in reference.cases]
     assert sizes[:2] == [{"n": 1000}, {"n": 257}]
     small = sizes[2:]
     assert len(small) == 3 and all(s == small[0] for s in small)
-    assert small[0]["n"] % 2 == 1 and small[0]["n"] * 4 <= 2000 // 8
+    assert small[0]["n"] % 2 == 1 and 2 * small[0]["n"] * 4 <= 2000 // 8  # two inputs of n floats
     assert len({(c["input_seed"], repr(c["sizes"])) for c in reference.cases}) == 5  # no case twice
     assert "1 seed at the declared size" in reference.plan and str(small[0]) in reference.plan
+    assert "GiB of inputs a case" in reference.plan
     assert any(f.startswith("large_case_plan: ") for f in reference.flags)
 
 
 def test_cases_within_the_budget_keep_the_full_plan(tmp_path):
-    for budget in (4000, 0):  # 0: the plan is off
+    for budget in (8000, 0):  # 8000: pointwise's inputs a case, not past it; 0: the plan is off
         (tmp_path / str(budget)).mkdir()
         reference, _ = planned(tmp_path / str(budget), budget)
         assert [c["sizes"]["n"] for c in reference.cases] == [1000] * 3 + [257] * 3
@@ -123,3 +126,47 @@ def test_a_small_size_the_reference_cannot_run_falls_back_to_the_full_plan(tmp_p
     assert len(pool.cases) == 2
     assert [c["sizes"]["n"] for c in reference.cases] == [1000] * 3 + [257] * 3
     assert reference.plan == "" and reference.flags[0].startswith("no_small_size: the reference fails at")
+
+
+# A 2-D average pool over 16 GiB of fp32 inputs a case, whose outputs take 0.13 GiB (KernelBench level
+# 1's largest pool has this shape): verifier 2.5 keyed the plan on the outputs alone, so its three
+# full-size seeds and a derived size (about 58 GB of inputs, all parked in host memory) took the
+# candidate's job past the 120 s limit on an H100, copying 16 GiB into the GPU at every call.
+BIG_POOL = Task(name="big_pool", source="""
+import torch
+import torch.nn as nn
+
+batch_size, channels, height, width = 16, 64, 2048, 2048
+
+
+class Model(nn.Module):
+    def __init__(self, kernel_size):
+        super().__init__()
+        self.pool = nn.AvgPool2d(kernel_size)
+
+    def forward(self, x):
+        return self.pool(x)
+
+
+def get_inputs():
+    return [torch.rand(batch_size, channels, height, width)]
+
+
+def get_init_inputs():
+    return [11]
+""")
+
+
+def test_a_case_whose_inputs_pass_the_budget_takes_the_large_case_plan(tmp_path):
+    """At the default 4 GiB budget the pool's 16 GiB of inputs take the plan, though its outputs fit:
+    one seed at the declared size, still checked and the only timing set, and three at a small size
+    whose inputs fit 512 MiB (traced on the meta device: nothing of that size is made here)."""
+    assert case_bytes(BIG_POOL, {}) == (16 * 2**30, 16 * 64 * 186 * 186 * 4)
+    reference, pool = planned(tmp_path, LARGE_CASE_BYTES, task=BIG_POOL, device="cuda")
+    assert len(pool.cases) == 1  # one reference job, on the plan
+    full, *small = [c["sizes"] for c in reference.cases]
+    assert full == {} and len(small) == 3 and all(s == small[0] for s in small)
+    assert max(case_bytes(BIG_POOL, small[0])) <= LARGE_CASE_BYTES // 8
+    assert reference.timing_sets == [0]  # the full-size case is the one timed
+    assert "16.0 GiB of inputs a case, over the 4 GiB budget" in reference.plan
+    assert any(f.startswith("large_case_plan: ") for f in reference.flags)

@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from corpus_index import HONEST, TASKS
+from corpus_index import CORPUS, HONEST, TASKS
 
 from mtmc.program import Program
 from mtmc.tasks import Task, load_task
@@ -138,15 +138,33 @@ def test_local_verifier_hands_its_resident_share_to_every_worker(monkeypatch):
         verifier_module.LocalVerifier(resident_share=1.5)
 
 
-def test_the_verdict_names_the_large_case_plan_and_a_shape_specialised_kernel_still_fails():
+@pytest.fixture(scope="module")
+def large_plan_verifier():
+    """A 2000-byte budget: the test tasks' first CPU sizes (3200-4000 bytes a side) take the
+    large-case plan (trusted.py)."""
+    with make_verifier("interpreter", seeds=2, timeout_s=60.0, strict=True, large_case_bytes=2000) as v:
+        yield v
+
+
+def test_the_verdict_names_the_large_case_plan_and_a_shape_specialised_kernel_still_fails(
+        large_plan_verifier):
     """With a small byte budget, pointwise's cases take the large-case plan (trusted.py): the verdict
     says so, and a candidate right only at the declared sizes fails at the drawn small size."""
     task = load_task(TASKS / "pointwise.py")
     honest = (HONEST / "pointwise.py").read_text()
     specialised = honest.replace("n = x.numel()", "n = x.numel() if x.numel() >= 257 else 1")
-    with make_verifier("interpreter", seeds=2, timeout_s=60.0, strict=True, large_case_bytes=2000) as v:
-        ok = v.verify(task, Program(honest))
-        bad = v.verify(task, Program(specialised))
+    ok = large_plan_verifier.verify(task, Program(honest))
+    bad = large_plan_verifier.verify(task, Program(specialised))
     assert ok.ok and "large-case plan: 1 seed at the declared size" in ok.message, ok.message
     assert any(f.startswith("large_case_plan") for f in ok.flags)
     assert bad.status == Status.INCORRECT, bad.message
+
+
+def test_the_large_case_plan_still_checks_kept_state_at_the_small_size(large_plan_verifier):
+    """The declared size has one seed on the large-case plan, so the state check (two seeds of one
+    size: child._state_pair) runs on the small size's: a result cache kept on the device (S11), whose
+    repeats on the same inputs all agree, is still refused. Verifier 2.5 skipped the check there."""
+    task = load_task(TASKS / "softmax.py")
+    verdict = large_plan_verifier.verify(task, Program((CORPUS / "s11_device_cache.py").read_text()))
+    assert any(f.startswith("large_case_plan") for f in verdict.flags), verdict.flags
+    assert verdict.status == Status.REJECTED and "keeps between calls" in verdict.message, verdict.message
