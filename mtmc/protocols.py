@@ -41,6 +41,7 @@ class StepRecord:
     accepted: bool
     speedup: float | None  # over eager, when timed
     reward: float
+    reason: str = ""  # the last attempt's Verdict.reason: why it failed, where the verifier names it
 
 
 @dataclass

@@ -23,6 +23,13 @@ regime, read from the summary:
   16 chunks make 4096 programs), then vectorize, a larger 1-D BLOCK, 8 warps when the largest
   tensor is large (mean_dim0 split 16: 1.070 ms with 4 warps, 0.952 ms with 8), autotune.
 
+After a step the verifier refused because eager PyTorch computed an output in fp32 where the program's
+TF32 did not match it (a rejection whose reason is tf32_beyond_eager; the template coder's own retry
+already makes its TF32 kernels fp32-exact, coders/template/exact_fp32.py, so this is for a step whose
+retries did not), an fp32-exact precision comes first: `precision tf32x3` (on an H100 the runs loop
+at tf32x3 ran 1.29x eager on KernelBench level-2's fp32-eager convs against 1.12x at ieee), else
+`precision ieee`.
+
 Wanted parameters are matched to the nearest legal strategy of the same kind (log2 distance). Each
 kind is tried once, except fusions, which add up (see `may_repeat`); a step already tried is not
 proposed again, and the planner stops once `patience` steps in a row did not help (rejected, or
@@ -40,6 +47,7 @@ from typing import Any
 from mtmc.protocols import PlanState, StepRecord
 from mtmc.strategies import STOP, Strategy
 from mtmc.tasks import TaskSummary
+from mtmc.verify.verdict import TF32_BEYOND_EAGER
 
 Wish = tuple[str, dict[str, Any]]  # (kind, wanted params; empty = any of that kind)
 CUMULATIVE = {"fuse"}  # kinds whose legal variants add up (fuse epilogue, then fuse softmax, ...)
@@ -49,6 +57,8 @@ CUMULATIVE = {"fuse"}  # kinds whose legal variants add up (fuse epilogue, then 
 # chains spent two or three of five steps on pairwise fusions and still ended with two or three kernels.
 WHOLE_CHAIN_FUSIONS: list[Wish] = [("fuse", {"value": "attention"}), ("fuse", {"value": "softmax"}),
                                    ("fuse", {"value": "all"})]
+# after a tf32_beyond_eager rejection (module docstring): tf32x3 where it is legal, else ieee
+EXACT_FP32_WISHES: list[Wish] = [("precision", {"value": "tf32x3"}), ("precision", {"value": "ieee"})]
 
 
 class HeuristicPlanner:
@@ -75,7 +85,7 @@ class HeuristicPlanner:
         tried = {record.strategy for record in state.history}
         tried_kinds = {Strategy.parse(text).kind for text in tried}
         fresh = [s for s in moves if str(s) not in tried or may_repeat(str(s), state.history)]
-        for kind, params in self.wishlist(state.summary):
+        for kind, params in exact_fp32_wishes(state.history) + self.wishlist(state.summary):
             if kind in tried_kinds and kind not in CUMULATIVE:
                 continue  # one tile (warps, stages, ...) choice per run: the alternatives are not steps
             pick = closest(kind, params, fresh)
@@ -113,6 +123,12 @@ class HeuristicPlanner:
     def is_matmul_heavy(self, summary: TaskSummary) -> bool:
         return (summary.matmul_flops * 2 >= summary.flops > 0
                 and summary.intensity >= self.compute_bound_intensity)
+
+
+def exact_fp32_wishes(history: list[StepRecord]) -> list[Wish]:
+    """EXACT_FP32_WISHES once a step was rejected for tf32_beyond_eager (Verdict.reason), else none."""
+    refused = any(not r.accepted and r.reason == TF32_BEYOND_EAGER for r in history)
+    return list(EXACT_FP32_WISHES) if refused else []
 
 
 def may_repeat(strategy: str, history: list[StepRecord]) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from coders.template import fuse, steps
 from coders.template.conv_lower import round_deep_tf32
 from coders.template.emit.module import generate
+from coders.template.exact_fp32 import retry_exact
 from coders.template.ir import ProgramIR
 from coders.template.lower import lower
 from coders.template.trace import trace
@@ -17,7 +18,7 @@ from mtmc.program import Program
 from mtmc.protocols import CoderError
 from mtmc.strategies import PORT, Strategy, legal_menu
 from mtmc.tasks import Task
-from mtmc.verify.verdict import Verdict
+from mtmc.verify.verdict import TF32_BEYOND_EAGER, Verdict
 
 IR_KEY = "template_ir"
 
@@ -29,17 +30,23 @@ class TemplateCoder:
               feedback: Verdict | None = None) -> Program:
         """The program after `strategy`; raises CoderError when the step does not apply.
 
-        `feedback` is not used: the same program and strategy always give the same result.
+        `feedback`, the verdict of the attempt a retry follows, matters in one case: refused with
+        reason tf32_beyond_eager (eager computed an output in fp32 on this GPU), the step's program
+        comes with every TF32 kernel in its fp32-exact form (exact_fp32.py), and says so in its
+        metadata. Any other feedback is not used: the same program, strategy and feedback always give
+        the same result.
         """
         if strategy.kind == "port":
-            ir = port(task)
-            return _program(task, ir, [str(strategy)])
-        if strategy.is_stop:
+            ir, history, exact = port(task), [], False
+        elif strategy.is_stop:
             raise CoderError("`stop` is never applied: the current program is kept")
-        ir = program_ir(program)
-        new = steps.apply(ir, task, strategy)
-        history = list((program.metadata if program else {}).get("template_steps", []))
-        return _program(task, new, history + [str(strategy)])
+        else:
+            ir = steps.apply(program_ir(program), task, strategy)
+            history = list(program.metadata.get("template_steps", []))
+            exact = bool(program.metadata.get("exact_fp32"))
+        if feedback is not None and feedback.reason == TF32_BEYOND_EAGER:
+            ir, exact = retry_exact(ir, strategy), True
+        return _program(task, ir, history + [str(strategy)], exact)
 
     def legal_strategies(self, task: Task, program: Program | None) -> list[Strategy]:
         if program is None:
@@ -58,6 +65,8 @@ def program_ir(program: Program | None) -> ProgramIR:
     return ProgramIR.from_dict(program.metadata[IR_KEY])
 
 
-def _program(task: Task, ir: ProgramIR, history: list[str]) -> Program:
-    return Program(generate(task, ir), {IR_KEY: ir.to_dict(), "template_steps": history,
-                                        "coder": "template"})
+def _program(task: Task, ir: ProgramIR, history: list[str], exact_fp32: bool = False) -> Program:
+    """`exact_fp32`: some retry made the TF32 kernels fp32-exact, which `template_steps` alone does not
+    replay (the steps are the planner's; the retry's feedback is the verifier's)."""
+    metadata = {IR_KEY: ir.to_dict(), "template_steps": history, "coder": "template"}
+    return Program(generate(task, ir), metadata | ({"exact_fp32": True} if exact_fp32 else {}))

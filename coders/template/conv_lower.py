@@ -36,6 +36,8 @@ cores by default (torch.backends.cudnn.allow_tf32 is True), so fp32 gemm convs s
 dots (steps.tf32_allowed); the `precision` step moves them to "tf32x3" (three TF32 products, about
 fp32 accuracy) or "ieee" (fp32 FMAs). 16-bit inputs multiply on the tensor cores and accumulate in
 fp32. The direct form always multiplies and accumulates in fp32 (no dot, so no precision step).
+Where cuDNN computes a conv in fp32 after all (some small-channel shapes), the verifier refuses the TF32
+program (tf32_beyond_eager) and the coder's retry takes exact_fp32.py's fp32-exact form.
 """
 
 from __future__ import annotations

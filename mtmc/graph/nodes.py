@@ -107,7 +107,8 @@ def gate(state: OptimizeState, runtime: Runtime[Context]) -> dict[str, Any]:
         update |= {"attempt": attempt + 1, "feedback": state["candidate_verdict"]}
     else:
         finished = StepRecord(index=step, strategy=state["strategy"], status=str(verdict.status),
-                              accepted=outcome == "accepted", speedup=verdict.speedup_eager, reward=reward)
+                              accepted=outcome == "accepted", speedup=verdict.speedup_eager, reward=reward,
+                              reason=verdict.reason)
         update |= {"step": step + 1, "history": [dataclasses.asdict(finished)]}
     if outcome == "accepted":
         update |= {"program": state["candidate"], "verdict": state["candidate_verdict"]}

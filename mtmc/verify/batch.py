@@ -23,7 +23,7 @@ from typing import Any
 from mtmc.program import Program
 from mtmc.tasks import Task
 from mtmc.verify.engine import Engine
-from mtmc.verify.judging import Reference, reject, timing_problems
+from mtmc.verify.judging import Reference, refuse_tf32_beyond_eager, reject, timing_problems
 from mtmc.verify.many import BatchError
 from mtmc.verify.verdict import Status, Verdict, VerifierError
 
@@ -106,20 +106,22 @@ def _batches(pairs: list[tuple[Task, Program]], chunk: int) -> list[tuple[Task, 
 
 
 def _job(engine: Engine, task: Task, programs: list[Program], reference: Reference) -> dict[str, Any]:
-    errors = [{"eager_errors": e.get("eager_errors"), "reference_errors": e.get("reference_errors")}
-              for e in reference.expected]
+    errors = [{"eager_errors": e.get("eager_errors"), "reference_errors": e.get("reference_errors"),
+               "eager_measured": bool(e.get("eager_measured"))} for e in reference.expected]
     return {"task_name": task.name, "task_source": task.source, "inputs_path": reference.inputs_path,
             "device": engine.device_type,
             "programs": [{"source": p.source, "digest": p.digest} for p in programs],
             "errors": errors, "eager_tf32": reference.eager_tf32, "time_it": engine.device_type == "cuda",
-            "timing": engine.settings.timing}
+            "timing": engine.settings.timing,
+            "refuse_tf32": refuse_tf32_beyond_eager(task, engine.settings.tf32_follows_eager)}
 
 
 def _verdict(engine: Engine, task: Task, reference: Reference, report: dict[str, Any],
              share: dict[str, float]) -> Verdict:
     """The child's report on one program as a verdict; on a GPU with the timing rules and
     engine.judge_speed (baselines, roofline floor, excessive speedup), as engine._judge_gpu does."""
-    verdict = Verdict(Status(report["status"]), report["message"], max_abs_error=report.get("max_abs_error"),
+    verdict = Verdict(Status(report["status"]), report["message"], reason=report.get("reason", ""),
+                      max_abs_error=report.get("max_abs_error"),
                       rel_error=report.get("rel_error"), flags=[*reference.flags, *report.get("flags", [])],
                       phases_s={**share, **{f"batch.{k}": v for k, v in report.get("phases_s", {}).items()}})
     timing = report.get("timing")

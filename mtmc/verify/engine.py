@@ -87,6 +87,9 @@ class Settings:
     shared_gpus: str = ""  # shared mode (timing_gpu.py) in words; "" in the default, exclusive mode
     large_case_bytes: int = LARGE_CASE_BYTES  # outputs a case past which the large-case plan holds
     overlap_baselines: bool = False  # a task's baselines made beside its reference (overlap.py)
+    # fp32 follows eager on this GPU: an output that passes only by a conv's TF32 allowance where eager
+    # computed it in fp32 is refused, not just flagged (correctness.TF32_BEYOND_EAGER_REFUSAL)
+    tf32_follows_eager: bool = True
 
     def fingerprint(self) -> str:
         data = {k: v for k, v in dataclasses.asdict(self).items() if k not in {"seed", "strict"}}
@@ -202,7 +205,8 @@ class Engine:
         if problem:
             return reject(verdict, problem)
         verdict.flags += reference.flags
-        verdict = judge_correctness(task, report, reference, result, verdict, self.device_type)
+        verdict = judge_correctness(task, report, reference, result, verdict, self.device_type,
+                                    self.settings.tf32_follows_eager)
         changed = result.get("state_changes") or []
         if verdict.ok and changed:
             shown = ", ".join(changed[:4]) + (f" (+{len(changed) - 4} more)" if len(changed) > 4 else "")

@@ -98,15 +98,17 @@ def compute_problem(task: Task, result: dict[str, Any]) -> str:
 
 
 def judge_correctness(task: Task, report: StaticReport, reference: Reference, result: dict[str, Any],
-                      verdict: Verdict, device_type: str) -> Verdict:
+                      verdict: Verdict, device_type: str, tf32_follows_eager: bool = True) -> Verdict:
     """Every case against the reference, then its repeats against its first call (the worst
-    errors and every flag recorded); the message counts what was checked."""
+    errors and every flag recorded); the message counts what was checked. `tf32_follows_eager`:
+    refuse_tf32_beyond_eager's rule."""
     meta = eager_precision(task.meta, reference.eager_tf32)
+    refuse_tf32 = refuse_tf32_beyond_eager(task, tf32_follows_eager)
     worst = Comparison(True)
     flags: list[str] = []
     for case, expected, got in zip(reference.cases, reference.expected, result["cases"], strict=True):
         label = case_label(case)
-        checks = [compare_case(expected, got, meta, device_type, label)]
+        checks = [compare_case(expected, got, meta, device_type, label, refuse_tf32)]
         if checks[0].ok:
             checks.append(compare_runs(got["outputs"], got["second_outputs"], got["deterministic"],
                                        report.uses_atomics, expected["outputs"], meta, label,
@@ -117,6 +119,7 @@ def judge_correctness(task: Task, report: StaticReport, reference: Reference, re
             flags += [f for f in check.flags if f not in flags]
             if not check.ok:
                 verdict.status, verdict.message = Status.INCORRECT, check.message
+                verdict.reason = check.reason
                 break
         if not verdict.ok:
             break
@@ -131,6 +134,14 @@ def judge_correctness(task: Task, report: StaticReport, reference: Reference, re
         verdict.message = (f"correct on {len(reference.cases)} cases ({len(seeds)} size(s) {per_size}; "
                            f"{plan}); launches: {kernels}")
     return verdict
+
+
+def refuse_tf32_beyond_eager(task: Task, tf32_follows_eager: bool) -> bool:
+    """Whether an fp32 output that passes only by the TF32 allowance of a convolution, where eager
+    computed it in fp32 on this GPU, is refused (correctness.TF32_BEYOND_EAGER_REFUSAL): with the
+    verifier's `tf32_follows_eager`, unless the task itself lists "tf32" (then TF32 is the task's own
+    allowance, not one inferred from eager)."""
+    return tf32_follows_eager and "tf32" not in task.precisions
 
 
 def case_label(case: dict[str, Any]) -> str:

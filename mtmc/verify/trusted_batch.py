@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -46,26 +48,29 @@ from mtmc.verify.case_io import (
     timing_sets,
     to_device,
 )
-from mtmc.verify.correctness import compare_case, eager_precision
+from mtmc.verify.correctness import Comparison, compare_case, eager_precision
 from mtmc.verify.judging import case_label
 from mtmc.verify.timing import TimingOptions, time_calls
 
 
 def tree_batch(task_name: str, task_source: str, inputs_path: str, device: str,
-               programs: list[dict[str, str]], errors: list[dict[str, list[float]]], eager_tf32: bool,
-               time_it: bool, timing: dict[str, Any], timing_lock: str | None = None) -> dict[str, Any]:
+               programs: list[dict[str, Any]], errors: list[dict[str, Any]], eager_tf32: bool,
+               time_it: bool, timing: dict[str, Any], timing_lock: str | None = None,
+               refuse_tf32: bool = False) -> dict[str, Any]:
     """Each program's result ({"status", "message", errors, "timing", "phases_s"}), in order.
-    `errors`: each case's {"eager_errors", "reference_errors"} from the main process's reference."""
+    `errors`: each case's {"eager_errors", "reference_errors", "eager_measured"} from the main
+    process's reference. `refuse_tf32`: judging.refuse_tf32_beyond_eager, as the full protocol's."""
     started = time.perf_counter()
     precise_reference()
     task = Task(name=task_name, source=task_source)
     data = load_inputs(inputs_path, device)
     expected = _expected(task, data["cases"], errors, device)
     setup_s = round(time.perf_counter() - started, 4)
-    meta = eager_precision(task.meta, eager_tf32)
+    # the verifier's rule for one case, as the full protocol applies it (judging.judge_correctness)
+    rule = partial(compare_case, meta=eager_precision(task.meta, eager_tf32), tf32_follows_eager=refuse_tf32)
     results = []
     for program in programs:
-        results.append(_judge_one(program, data, expected, meta, device, time_it, timing, timing_lock))
+        results.append(_judge_one(program, data, expected, rule, device, time_it, timing, timing_lock))
     return {"results": results, "setup_s": setup_s}
 
 
@@ -87,7 +92,7 @@ def _expected(task: Task, cases: list[dict[str, Any]], errors: list[dict[str, li
 
 
 def _judge_one(program: dict[str, str], data: dict[str, Any], expected: list[dict[str, Any]],
-               meta: dict[str, Any], device: str, time_it: bool, timing: dict[str, Any],
+               rule: Callable[..., Comparison], device: str, time_it: bool, timing: dict[str, Any],
                timing_lock: str | None) -> dict[str, Any]:
     started = time.perf_counter()
     path = Path.cwd() / f"candidate_{program['digest']}.py"
@@ -97,7 +102,7 @@ def _judge_one(program: dict[str, str], data: dict[str, Any], expected: list[dic
     except BaseException as err:  # noqa: BLE001  (any failure to import is the program's compile error)
         return {"status": "compile_error", "message": candidate_traceback(err, path)}
     try:
-        result = _cases(module, data["cases"], expected, meta, device, path)
+        result = _cases(module, data["cases"], expected, rule, device, path)
         result["phases_s"] = {"cases": round(time.perf_counter() - started, 4)}
         if result["status"] == "ok" and time_it:
             result["timing"] = _time(module, data, timing, timing_lock, result["phases_s"])
@@ -108,8 +113,8 @@ def _judge_one(program: dict[str, str], data: dict[str, Any], expected: list[dic
             torch.cuda.empty_cache()  # the next program's outputs need the room this one's held
 
 
-def _cases(module: Any, cases: list[dict[str, Any]], expected: list[dict[str, Any]], meta: dict[str, Any],
-           device: str, path: Path) -> dict[str, Any]:
+def _cases(module: Any, cases: list[dict[str, Any]], expected: list[dict[str, Any]],
+           rule: Callable[..., Comparison], device: str, path: Path) -> dict[str, Any]:
     """Every case once, against the reference by correctness.compare_case (the verifier's rule)."""
     worst = {"max_abs_error": 0.0, "rel_error": 0.0}
     flags: list[str] = []
@@ -125,12 +130,13 @@ def _cases(module: Any, cases: list[dict[str, Any]], expected: list[dict[str, An
             if device_broken(err):
                 raise  # see device_broken: the batch ends, and batch.py judges its programs one at a time
             return {"status": error_kind(err), "message": f"{label}: {candidate_traceback(err, path)}"}
-        check = compare_case(want, _got(raw, case["inputs"], inputs), meta, device, label)
+        check = rule(want, _got(raw, case["inputs"], inputs), expected_device=device, label=label)
         worst["max_abs_error"] = max(worst["max_abs_error"], check.max_abs_error)
         worst["rel_error"] = max(worst["rel_error"], check.rel_error)
         flags += [f for f in check.flags if f not in flags]
         if not check.ok:
-            return {"status": "incorrect", "message": check.message, "flags": flags, **worst}
+            return {"status": "incorrect", "message": check.message, "reason": check.reason, "flags": flags,
+                    **worst}
         del raw, inputs
     return {"status": "ok", "message": f"correct on {len(cases)} cases (trusted batch)", "flags": flags,
             **worst}

@@ -19,10 +19,17 @@ class Status(StrEnum):
     UNRECORDED = "unrecorded"  # replay only (mtmc/tree/replay.py): the program is not in the tree file
 
 
+# Verdict.reason codes: why a verdict failed, where a coder or planner can act on it without reading
+# the message. An fp32 output erred as TF32 does where eager PyTorch computed it in fp32 on this GPU
+# (mtmc/verify/correctness.py, TF32_BEYOND_EAGER_REFUSAL): make the program's TF32 kernels fp32-exact.
+TF32_BEYOND_EAGER = "tf32_beyond_eager"
+
+
 @dataclass
 class Verdict:
     status: Status
     message: str = ""
+    reason: str = ""  # a failed verdict's code where the verifier names one (TF32_BEYOND_EAGER), else ""
     # correctness, over all seeds and sizes checked: max |out - ref| and ||out - ref|| / ||ref||
     max_abs_error: float | None = None
     rel_error: float | None = None

@@ -85,9 +85,12 @@ class InterpreterVerifier(_EngineVerifier):
                  cache_path: str | None = None, static_checks: bool = True,
                  memory_limit_gb: float | None = 8.0,
                  cpu_threads: int | None = 1, seed: int | None = None, strict: bool = False,
-                 large_case_bytes: int = LARGE_CASE_BYTES) -> None:
+                 large_case_bytes: int = LARGE_CASE_BYTES, tf32_follows_eager: bool = True) -> None:
+        """`tf32_follows_eager` is LocalVerifier's; taken here so one config serves both backends, it
+        changes nothing on the CPU (no TF32 there: eager's error is never measured)."""
         settings = Settings(seeds=seeds, timeout_s=timeout_s, static_checks=static_checks, seed=seed,
-                            strict=strict, baselines=False, large_case_bytes=large_case_bytes)
+                            strict=strict, baselines=False, large_case_bytes=large_case_bytes,
+                            tf32_follows_eager=tf32_follows_eager)
         env = _worker_env({"TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": "",
                            "OMP_NUM_THREADS": str(cpu_threads or 1)})
         pool = WorkerPool("interpreter", [env] * workers, memory_limit_gb, cpu_threads)
@@ -115,7 +118,7 @@ class LocalVerifier(_EngineVerifier):
                  seed: int | None = None, strict: bool = False, workers_per_gpu: int = 1,
                  timing_gpus: list[int] | None = None, shared_compile_cache: bool | None = None,
                  resident_share: float = RESIDENT_SHARE, large_case_bytes: int = LARGE_CASE_BYTES,
-                 overlap_baselines: bool = False) -> None:
+                 overlap_baselines: bool = False, tf32_follows_eager: bool = True) -> None:
         """`timing_gpus` and `workers_per_gpu` > 1: shared mode (timing_gpu.py), for trusted programs.
         `shared_compile_cache`: its jobs share one Triton cache (None: on in shared mode only).
         `resident_share`: the share of a GPU's memory its jobs' case inputs may keep there rather than
@@ -123,7 +126,10 @@ class LocalVerifier(_EngineVerifier):
         case's inputs or outputs past which the task is checked on the large-case plan
         (engine.LARGE_CASE_BYTES).
         `overlap_baselines`: a task's baselines compile beside its reference, each GPU a second
-        fork-server for it, and are timed alone (overlap.py); exclusive mode only."""
+        fork-server for it, and are timed alone (overlap.py); exclusive mode only.
+        `tf32_follows_eager`: an fp32 output that passes only by a convolution's TF32 allowance, where
+        eager computed it in fp32 on this GPU, is refused (reason tf32_beyond_eager); off, only flagged
+        (correctness.TF32_BEYOND_EAGER_REFUSAL)."""
         if not 0 <= resident_share <= 1:
             raise ValueError(f"resident_share={resident_share}: a share of the GPU's memory, 0 to 1")
         layout, shared = _gpu_layout(gpus, workers_per_gpu, list(timing_gpus or []))
@@ -142,7 +148,8 @@ class LocalVerifier(_EngineVerifier):
                             excess_speedup=excess_speedup, timing=timing, baselines=baselines,
                             compile_baseline=compile_baseline, baseline_timeout_s=baseline_timeout_s,
                             peaks=peaks, seed=seed, strict=strict, shared_gpus=shared,
-                            large_case_bytes=large_case_bytes, overlap_baselines=overlap_baselines)
+                            large_case_bytes=large_case_bytes, overlap_baselines=overlap_baselines,
+                            tf32_follows_eager=tf32_follows_eager)
         envs = [_worker_env({"TRITON_INTERPRET": None, "CUDA_VISIBLE_DEVICES": devices,
                              JOBS_PER_GPU_ENV: str(workers_per_gpu),
                              RESIDENT_SHARE_ENV: str(resident_share)}) for devices, _ in layout]

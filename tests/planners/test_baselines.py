@@ -12,7 +12,7 @@ from mtmc.protocols import PlanState, StepRecord
 from mtmc.strategies import PORT, STOP, Strategy
 from mtmc.tasks import Task, TaskSummary
 from mtmc.tasks.summary import TensorInfo
-from mtmc.verify.verdict import Status, Verdict
+from mtmc.verify.verdict import TF32_BEYOND_EAGER, Status, Verdict
 from planners.heuristic import HeuristicPlanner, closest, stalled
 from planners.random import RandomPlanner
 from tests.scripted_planner import ScriptedPlanner
@@ -82,6 +82,23 @@ def test_heuristic_keeps_the_tf32_of_an_fp32_convolution():
     steps = play(HeuristicPlanner(), TUNING, matmul=True, op="convolution")
     assert not any(s.startswith("precision") for s in steps)  # tf32 already, as cuDNN's default
     assert steps[:2] == ["fuse epilogue", "autotune"]
+
+
+def test_heuristic_wants_an_fp32_exact_precision_after_a_tf32_beyond_eager_rejection():
+    """The verifier refused a step for TF32 where eager computed in fp32 (Verdict.reason): tf32x3
+    next, before the conv's usual list; ieee where tf32x3 is not offered; nothing without the reason."""
+    refused = StepRecord(1, "fuse epilogue", "incorrect", False, None, 0.0, reason=TF32_BEYOND_EAGER)
+    history = [record(0, "port"), refused]
+    conv = {"matmul": True, "op": "convolution"}
+
+    def proposed(legal, history):
+        return str(HeuristicPlanner().propose(state(legal, history=history, **conv)))
+
+    assert proposed(TUNING, history) == "precision tf32x3"
+    assert proposed([t for t in TUNING if t != "precision tf32x3"] + ["precision ieee"], history) == \
+        "precision ieee"
+    plain = [record(0, "port"), record(1, "fuse epilogue", accepted=False)]
+    assert proposed(TUNING, plain) == "autotune"  # the conv's list as before
 
 
 def test_heuristic_never_picks_a_reduced_precision_for_fp32_accuracy():

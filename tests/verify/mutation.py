@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TESTS = ["tests/verify/test_static.py", "tests/verify/test_correctness.py",
          "tests/verify/test_tensor_compare.py", "tests/verify/test_protocol.py",
          "tests/verify/test_proof.py", "tests/verify/test_child.py", "tests/verify/test_case_io.py",
-         "tests/verify/test_verifier.py",
+         "tests/verify/test_verifier.py", "tests/verify/test_tf32_follows_eager.py",
          "tests/verify/test_corpus.py", "tests/verify/test_forkserver.py", "tests/verify/test_sandbox.py"]
 STATIC, CORRECTNESS = "mtmc/verify/static.py", "mtmc/verify/correctness.py"
 VERIFIER, PROOF = "mtmc/verify/verifier.py", "mtmc/verify/proof.py"
@@ -51,7 +51,8 @@ MIRROR = {STATIC: "tests/verify/test_static.py", LAUNCH: "tests/verify/test_stat
           PROTOCOL: "tests/verify/test_protocol.py", CHILD: "tests/verify/test_child.py",
           VERIFIER: "tests/verify/test_corpus.py", SANDBOX: "tests/verify/test_sandbox.py",
           FORKSERVER: ["tests/verify/test_forkserver.py", "tests/verify/test_sandbox.py"],
-          JUDGING: "tests/verify/test_corpus.py", ENGINE: "tests/verify/test_verifier.py",
+          JUDGING: ["tests/verify/test_corpus.py", "tests/verify/test_tf32_follows_eager.py"],
+          ENGINE: "tests/verify/test_verifier.py",
           SPARE: ["tests/verify/test_forkserver.py", "tests/verify/test_sandbox.py"],
           KEPT_STATE: "tests/verify/test_child.py", STATIC_RULES: "tests/verify/test_static.py",
           CASE_IO: ["tests/verify/test_case_io.py", "tests/verify/test_child.py"],
@@ -111,6 +112,10 @@ MANUAL = [
      "self.seeded = self.seeded or torch.Tag.nondeterministic_seeded in func.tags", "self.seeded = False"),
     ("compare: numbers where ref has NaN", TENSOR_COMPARE, "if s.ref_nan:", "if False:"),
     ("compare: Inf mismatch", TENSOR_COMPARE, "if s.inf_mismatch:", "if False:"),
+    ("compare: tf32_beyond_eager flagged, never refused", CORRECTNESS,
+     "    if not refuse:\n", "    if True:\n"),
+    ("judge: tf32_follows_eager ignored", JUDGING,
+     'return tf32_follows_eager and "tf32" not in task.precisions', "return False"),
     ("compare: shape", CORRECTNESS, "if out.shape != ref.shape:", "if False:"),
     ("compare: dtype", CORRECTNESS, "if out.dtype != ref.dtype:", "if False:"),
     ("compare: integer outputs", CORRECTNESS, "wrong = int((out != ref).sum())", "wrong = 0"),

@@ -14,6 +14,7 @@ from mtmc.verify.correctness import (
     reference_error,
     tolerance_for,
 )
+from mtmc.verify.verdict import TF32_BEYOND_EAGER
 
 FP32 = Tolerance(1e-4, 1e-4)
 
@@ -214,24 +215,49 @@ def test_compare_case_and_second_runs_take_the_cases_eager_errors():
     assert again.ok
 
 
-def test_tf32_error_where_eager_measured_fp32_passes_flagged():
+def test_tf32_error_where_eager_measured_fp32_is_refused_or_with_the_knob_off_flagged():
     """KernelBench level-2 57_ on an H100: eager's cuDNN erred 0 (fp32), the TF32 runs loop 3e-4.
-    Accepted (the op allows TF32) and flagged; not where eager's error is not measured (the CPU),
-    and not where eager's own error shows TF32 or the candidate is fp32-accurate."""
+    Refused with tf32_follows_eager (reason tf32_beyond_eager, a message that says what to do);
+    accepted and flagged without it; neither where eager's error is not measured (the CPU), where
+    eager's own error shows TF32, or where the candidate is fp32-accurate."""
     ref = torch.randn(2000, dtype=torch.float32)
     meta = eager_precision({}, True)
     tf32 = _tf32_like(ref, 1e-3)
     expected = {"kind": "single", "outputs": [ref], "eager_errors": [0.0], "eager_measured": True}
 
+    def judged(expected, out, device, refuse):
+        return compare_case(expected, _got([out], devices=[device]), meta, device, "c", refuse)
+
     def flagged(expected, out, device):
-        result = compare_case(expected, _got([out], devices=[device]), meta, device, "c")
+        result = judged(expected, out, device, False)
         assert result.ok
         return [f for f in result.flags if f.startswith("tf32_beyond_eager")]
 
+    refused = judged(expected, tf32, "cuda", True)
+    assert not refused.ok and refused.reason == TF32_BEYOND_EAGER == "tf32_beyond_eager"
+    assert refused.message.startswith("c, output 0: erred as TF32 does (normalized error 1.0e-03")
+    for words in ("eager PyTorch computed this output in fp32 on this GPU", 'input_precision="ieee"',
+                  "`precision tf32x3`", "fp32 FMAs"):
+        assert words in refused.message
     assert "eager PyTorch computed it in fp32" in flagged(expected, tf32, "cuda")[0]
-    assert not flagged({**expected, "eager_measured": False}, tf32, "cpu")
-    assert not flagged({**expected, "eager_errors": [5e-4]}, tf32, "cuda")
+    for where in ({**expected, "eager_measured": False}, {**expected, "eager_errors": [5e-4]}):
+        assert not flagged(where, tf32, "cuda") and judged(where, tf32, "cuda", True).ok
     assert not flagged(expected, ref * (1 + 1e-7), "cuda")
+    assert judged(expected, ref * (1 + 1e-7), "cuda", True).ok
+
+
+def test_compare_outputs_refuses_the_first_tf32_output_beyond_eager_and_names_it():
+    refs = [torch.randn(500, dtype=torch.float32), torch.randn(300, dtype=torch.float32)]
+    outs = [refs[0].clone(), _tf32_like(refs[1], 1e-3)]
+    meta = eager_precision({}, True)
+    refused = compare_outputs(refs, outs, meta, "c", [0.0, 0.0], None, True, tf32_follows_eager=True)
+    assert not refused.ok and refused.reason == TF32_BEYOND_EAGER
+    assert refused.message.startswith("c, output 1:")
+    flagged = compare_outputs(refs, outs, meta, "c", [0.0, 0.0], None, True, tf32_follows_eager=False)
+    assert flagged.ok and not flagged.reason and any(f.startswith("tf32_beyond_eager") for f in flagged.flags)
+    # an ordinary failure carries no reason
+    wrong = compare_outputs(refs, [refs[0], refs[1] + 1], meta, "c", [0.0, 0.0], None, True, True)
+    assert not wrong.ok and wrong.reason == ""
 
 
 # ---------------------------------------------------------------------------------------------------
