@@ -9,11 +9,13 @@ The verdict does not say which output's convolution, so every TF32 kernel the op
 (conv, conv_transpose, recurrent; a matmul on TF32 is the task's own allowance) takes its fp32-exact
 form, by its loop (EXACT_FP32_FORM, the one line a GPU probe switches):
 
-  runs loop   the FMA loop (emit/conv_fma.py: fp32 FMA outer products, no dot). On an H100 (the
-              2026-11-27 precision probe, those 12 tasks) the FMA loop ran 1.58x eager on level 2 and
-              1.00x on level 1 (geomeans), the runs loop kept at tf32x3 1.29x / 0.76x and at ieee
-              1.12x / 0.62x. Untimed: the runs loop with its `runs_static` key (1.77x faster on TF32)
-              at tf32x3; if it wins, "runs" becomes "tf32x3" here.
+  runs loop   with a full run of 8 channels a tap ("runs_full"): the runs loop kept (runs_static), its
+              dots at tf32x3; with fewer channels: the FMA loop (emit/conv_fma.py: fp32 FMA outer
+              products, no dot). On an H100 (benchmarks/probes/2026-11-26-conv/h100-precision-*), geomean
+              over eager: level-2's eight 8-channel convs, runs at tf32x3 2.38x, the FMA loop 1.59x, runs
+              at ieee 1.35x (tf32x3 ahead on each of the eight); level-1's 3-channel 3-D convs 54, 59, 60,
+              66, the FMA loop 1.20x, runs at tf32x3 0.78x, at ieee 0.59x (the FMA loop ahead on each).
+              A 3-channel run of 9 or 21 floats pads its K block of 16 or 32, and tf32x3 triples it.
   any other   a forward conv's taps and flat loops, a transposed conv's, a recurrent layer's: the loop
               kept, its dots at tf32x3 (three TF32 products, about fp32 accuracy; ieee dots leave the
               tensor cores, and the FMA loop would do a wide group's whole K on the FMA units).
@@ -27,15 +29,15 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from coders.template.emit import conv_fma
+from coders.template.emit import conv_fma, conv_runs
 from coders.template.ir import Kernel, ProgramIR
 from coders.template.steps.kernels import TF32_BY_DEFAULT, dot_kernels
 from mtmc.protocols import CoderError
 from mtmc.strategies import Strategy
 
 # a TF32 kernel's loop (form_of) -> its fp32-exact form: "fma" (the FMA loop) or a dot precision
-EXACT_FP32_FORM = {"runs": "fma", "taps": "tf32x3", "flat": "tf32x3", "conv_transpose": "tf32x3",
-                   "recurrent": "tf32x3"}
+EXACT_FP32_FORM = {"runs_full": "tf32x3", "runs": "fma", "taps": "tf32x3", "flat": "tf32x3",
+                   "conv_transpose": "tf32x3", "recurrent": "tf32x3"}
 # the FMA loop's tile at most this wide: the probe's 128 x 64 (conv_fma.port_config at 64 output
 # channels); narrower groups take the FMA port's own tile for their width
 FMA_MAX_BLOCK_N = 64
@@ -46,14 +48,19 @@ def tf32_kernels(ir: ProgramIR) -> list[Kernel]:
     return [k for k in dot_kernels(ir) if k.kind in TF32_BY_DEFAULT and k.config.get("precision") == "tf32"]
 
 
-def form_of(kernel: Kernel) -> str:
-    """EXACT_FP32_FORM's key: a forward conv's K loop, else the kernel's kind."""
-    return kernel.config.get("k_loop", "taps") if kernel.kind == "conv" else kernel.kind
+def form_of(ir: ProgramIR, kernel: Kernel) -> str:
+    """EXACT_FP32_FORM's key: a forward conv's K loop ("runs_full" for a runs loop over 8 channels a
+    group), else the kernel's kind."""
+    if kernel.kind != "conv":
+        return kernel.kind
+    loop = kernel.config.get("k_loop", "taps")
+    full = loop == "runs" and ir.shape(kernel.space["weight"])[1] == conv_runs.MAX_IN
+    return "runs_full" if full else loop
 
 
 def exact_fp32_config(ir: ProgramIR, kernel: Kernel) -> dict[str, Any]:
     """The TF32 kernel's config in its fp32-exact form (EXACT_FP32_FORM)."""
-    form = EXACT_FP32_FORM[form_of(kernel)]
+    form = EXACT_FP32_FORM[form_of(ir, kernel)]
     if form == "fma":
         if kernel.kind not in ("conv", "conv_transpose"):
             raise ValueError(f"EXACT_FP32_FORM: the FMA loop is a conv's, not a {kernel.kind} kernel's")

@@ -34,13 +34,26 @@ def kernels(program: Program) -> list:
     return ProgramIR.from_dict(program.metadata["template_ir"]).kernels()
 
 
-def runs_task() -> Task:
-    """Level 2's 8-input-channel shape, small: the port's runs loop on TF32 dots (emit/conv_runs.py)."""
-    return geometry_task(2, 3, "padding=1", [{"B": 2, "C_IN": 8, "C_OUT": 16, "S": 9},
-                                             {"B": 1, "C_IN": 8, "C_OUT": 21, "S": 7}])
+def runs_task(c_in: int = 5) -> Task:
+    """A small conv the port gives the runs loop on TF32 dots (emit/conv_runs.py): level 1's few-channel
+    shape (C_IN 5: a partial run) or level 2's 8-input-channel one (a full run)."""
+    return geometry_task(2, 3, "padding=1", [{"B": 2, "C_IN": c_in, "C_OUT": 64, "S": 9},
+                                             {"B": 1, "C_IN": c_in, "C_OUT": 67, "S": 7}])
 
 
-def test_the_runs_loop_retries_as_the_fma_loop_and_matches_pytorch_at_fp32(tmp_path):
+def test_a_full_runs_loop_retries_at_tf32x3_and_matches_pytorch_at_fp32(tmp_path):
+    task = runs_task(8)
+    port = coder.apply(task, None, PORT)
+    assert kernels(port)[0].config["k_loop"] == "runs" and TF32_DOT in port.source
+    exact = coder.apply(task, None, PORT, REFUSED)
+    config = kernels(exact)[0].config
+    assert EXACT_FP32_FORM["runs_full"] == "tf32x3"
+    assert config["k_loop"] == "runs" and config["runs_static"] and config["precision"] == "tf32x3"
+    assert not config["tf32_round"] and 'input_precision="tf32x3"' in exact.source
+    check(task, exact, tmp_path)
+
+
+def test_a_partial_runs_loop_retries_as_the_fma_loop_and_matches_pytorch_at_fp32(tmp_path):
     task = runs_task()
     port = coder.apply(task, None, PORT)
     assert kernels(port)[0].config["k_loop"] == "runs" and TF32_DOT in port.source
@@ -48,7 +61,7 @@ def test_the_runs_loop_retries_as_the_fma_loop_and_matches_pytorch_at_fp32(tmp_p
     config = kernels(exact)[0].config
     assert EXACT_FP32_FORM["runs"] == "fma" and config["k_loop"] == "fma" and config["precision"] == "ieee"
     assert not config["channels_last"] and not config["tf32_round"]
-    assert (config["BLOCK_M"], config["BLOCK_N"]) == (256, 16)  # the FMA port's tile for 16 channels
+    assert (config["BLOCK_M"], config["BLOCK_N"]) == (128, 64)  # the probe's FMA tile
     assert TF32_DOT not in exact.source and "tl.dot" not in exact.source
     assert exact.metadata["exact_fp32"] and exact.metadata["template_steps"] == ["port"]
     check(task, exact, tmp_path)  # fp32 tolerance: no TF32 dot in the source
