@@ -118,7 +118,7 @@ class LocalVerifier(_EngineVerifier):
                  seed: int | None = None, strict: bool = False, workers_per_gpu: int = 1,
                  timing_gpus: list[int] | None = None, shared_compile_cache: bool | None = None,
                  resident_share: float = RESIDENT_SHARE, large_case_bytes: int = LARGE_CASE_BYTES,
-                 overlap_baselines: bool = False, tf32_follows_eager: bool = True) -> None:
+                 overlap_baselines: bool | None = None, tf32_follows_eager: bool = True) -> None:
         """`timing_gpus` and `workers_per_gpu` > 1: shared mode (timing_gpu.py), for trusted programs.
         `shared_compile_cache`: its jobs share one Triton cache (None: on in shared mode only).
         `resident_share`: the share of a GPU's memory its jobs' case inputs may keep there rather than
@@ -126,13 +126,16 @@ class LocalVerifier(_EngineVerifier):
         case's inputs or outputs past which the task is checked on the large-case plan
         (engine.LARGE_CASE_BYTES).
         `overlap_baselines`: a task's baselines compile beside its reference, each GPU a second
-        fork-server for it, and are timed alone (overlap.py); exclusive mode only.
+        fork-server for it, and are timed alone (overlap.py); exclusive mode only (None: on there, off
+        in shared mode, which already compiles baselines beside other jobs).
         `tf32_follows_eager`: an fp32 output that passes only by a convolution's TF32 allowance, where
         eager computed it in fp32 on this GPU, is refused (reason tf32_beyond_eager); off, only flagged
         (correctness.TF32_BEYOND_EAGER_REFUSAL)."""
         if not 0 <= resident_share <= 1:
             raise ValueError(f"resident_share={resident_share}: a share of the GPU's memory, 0 to 1")
         layout, shared = _gpu_layout(gpus, workers_per_gpu, list(timing_gpus or []))
+        if overlap_baselines is None:
+            overlap_baselines = not shared
         if overlap_baselines and shared:
             raise VerifierError("LocalVerifier: overlap_baselines is for exclusive mode; shared mode "
                                 "(timing_gpus) already compiles baselines beside other jobs")

@@ -213,7 +213,7 @@ def test_early_models_are_used_only_for_their_own_case():
 
 
 # --- plumbing ------------------------------------------------------------------------------------
-def test_the_setting_reaches_the_engine_and_the_pool_and_is_off_by_default(monkeypatch):
+def test_the_setting_reaches_the_engine_and_the_pool_and_is_on_in_exclusive_mode_by_default(monkeypatch):
     seen = {}
 
     class FakePool:
@@ -227,11 +227,13 @@ def test_the_setting_reaches_the_engine_and_the_pool_and_is_off_by_default(monke
     monkeypatch.setattr(verifier_module, "WorkerPool", FakePool)
     monkeypatch.setattr(verifier_module, "Engine", FakeEngine)
     monkeypatch.setattr(verifier_module, "_gpu_layout", lambda *args: ([("0", None)], ""))
-    verifier_module.LocalVerifier()
+    verifier_module.LocalVerifier(overlap_baselines=False)
     assert seen == {"lanes": False, "settings": seen["settings"]} and not seen["settings"].overlap_baselines
-    verifier_module.LocalVerifier(overlap_baselines=True)
+    verifier_module.LocalVerifier()  # the default: on in exclusive mode
     assert seen["lanes"] is True and seen["settings"].overlap_baselines
     monkeypatch.setattr(verifier_module, "_gpu_layout", lambda *args: ([("0,1", 0)], "shared"))
+    verifier_module.LocalVerifier()  # the default: off in shared mode
+    assert seen["lanes"] is False and not seen["settings"].overlap_baselines
     with pytest.raises(VerifierError, match="overlap_baselines is for exclusive mode"):
         verifier_module.LocalVerifier(overlap_baselines=True)
 
@@ -241,7 +243,7 @@ def test_the_setting_keeps_the_cache_key_off_and_changes_it_on():
     assert "overlap_baselines" not in off.fingerprint() and off.fingerprint() != on.fingerprint()
 
 
-def test_the_local_config_names_the_setting_off():
+def test_the_local_config_leaves_the_setting_to_the_mode():
     import yaml
 
     from mtmc.verify.verifier import LocalVerifier  # noqa: F401  (the target takes it)
@@ -250,7 +252,7 @@ def test_the_local_config_names_the_setting_off():
         if (TASKS.parents[2] / "conf").is_dir() else None
     if conf is None:
         pytest.skip("no conf/ beside the tests")
-    assert conf["overlap_baselines"] is False
+    assert conf["overlap_baselines"] is None  # LocalVerifier's default: on in exclusive mode only
 
 
 # --- real workers: a lane, and the reference made on it -----------------------------------------
