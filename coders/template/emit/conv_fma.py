@@ -68,7 +68,7 @@ def static(kernel: Kernel) -> bool:
     channels (level-1 54, 60, 66; 120 for 59's 3x3x1 kernel), 109 with 8 (level-2 90; 2-D 21 105).
     fma_static: 88 a step on 54 (796 per outer tap of 9), 86 on 60 and 66, 93 on 59, 86.5 on 90, 86
     on 21; what stays besides the FMAs is a's trip through shared memory (19) and 2 global loads.
-    The epilogue is another matter: the whole 54 kernel is ~5,700 SASS instructions, most of them
+    The epilogue is another matter: the whole 54 kernel is ~5,700 SASS instructions, over half of them
     the store's per-row index chain with 134 register spills, which split_rows cuts (60: 7,144 ->
     4,144 with fma_static)."""
     return uses_fma(kernel) and kernel.kind == "conv" and bool(kernel.config.get("fma_static"))
