@@ -51,12 +51,40 @@ def unrolled(kernel: Kernel) -> bool:
     return uses_fma(kernel) and bool(kernel.config.get("fma_unroll"))
 
 
+def static(kernel: Kernel) -> bool:
+    """Config "fma_static" (a probe variant, off in the port and in exact_fp32.py: untimed): the forward
+    conv's group channels and kernel extents are constexprs (CIG_F, KS_<dim>; one compile per conv
+    shape), so the loop walks the window's outer taps (all dims but the last) with a constant trip
+    count and, unrolled inside, the last dim's taps x the channels: every weight offset is a constant,
+    the outer tap's div/mod is by constants, and only a padded dim keeps a window test (the last dim's
+    one per unrolled tap). A transposed conv ignores it (its live taps are found per stride phase).
+
+    Why, from compile-only counts (no timing): the exact_fp32 form (128 x 64 tile, 4 warps) compiled
+    for sm_90 on the CPU (Triton 3.9, the launch's specializations, KernelBench sizes). A (tap,
+    channel) step is 64 FFMAs a thread. Runtime form: each step is 97 SASS instructions (94 PTX: the
+    64 FMAs, the a and b loads, and a's trip through shared memory, 1 STS, 2 BAR, 16 LDS.128, since
+    the tile's layout gives a thread 64 rows of one column), and each tap adds ~93 more for its three
+    runtime div/mod of the tap index (3 PTX div/rem), shared by its channels: 128 a step with 3
+    channels (level-1 54, 60, 66; 120 for 59's 3x3x1 kernel), 109 with 8 (level-2 90; 2-D 21 105).
+    fma_static: 88 a step on 54 (796 per outer tap of 9), 86 on 60 and 66, 93 on 59, 86.5 on 90, 86
+    on 21; what stays besides the FMAs is a's trip through shared memory (19) and 2 global loads.
+    The epilogue is another matter: the whole 54 kernel is ~5,700 SASS instructions, over half of them
+    the store's per-row index chain with 134 register spills, which split_rows cuts (60: 7,144 ->
+    4,144 with fma_static)."""
+    return uses_fma(kernel) and kernel.kind == "conv" and bool(kernel.config.get("fma_static"))
+
+
 def constexprs(kernel: Kernel) -> list[str]:
+    if static(kernel):
+        return ["CIG_F", *(f"KS_{s}" for s in conv.spatial(kernel))]
     return ["CIG_U"] if unrolled(kernel) else []
 
 
 def launch_kwargs(kernel: Kernel, channels: str) -> list[str]:
-    """The launch's CIG_U: `channels`, the launcher's expression for the group's input channels."""
+    """The launch's constexprs: `channels`, the launcher's expression for the group's input channels
+    (the forward conv's launcher names the kernel extents ks_<dim>)."""
+    if static(kernel):
+        return [f"CIG_F={channels}", *(f"KS_{s}=ks_{s}" for s in conv.spatial(kernel))]
     return [f"CIG_U={channels}"] if unrolled(kernel) else []
 
 
@@ -95,6 +123,9 @@ def unpadded(kernel: Kernel) -> bool:
 
 def k_loop(w: Writer, kernel: Kernel) -> None:
     """The forward conv's K loop (emit/conv.py's gemm form: x_rows, w_rows and acc as it sets them)."""
+    if static(kernel):
+        _k_loop_static(w, kernel)
+        return
     dims = conv.spatial(kernel)
     plane = conv.product([f"in_{s}" for s in dims])
     conv.group_pointers(w, kernel)
@@ -114,6 +145,61 @@ def k_loop(w: Writer, kernel: Kernel) -> None:
     w("acc += a[:, None] * b[None, :]")
     w.dedent()
     w.dedent()
+
+
+def _pads(kernel: Kernel, dims: list[int]) -> bool:
+    padding = kernel.space["padding"]
+    return padding == "same" or any(padding[i] != 0 for i in dims)
+
+
+def _k_loop_static(w: Writer, kernel: Kernel) -> None:
+    """k_loop with the constexprs of `static`: the same products in the same order."""
+    dims = conv.spatial(kernel)
+    outer, last = dims[:-1], dims[-1]
+    conv.group_pointers(w, kernel)
+    x_outer, mask = "x_rows", None
+    if outer:
+        w("# the window's outer taps: a constant trip count, divisions by constexprs")
+        w(f"for outer in range(0, {conv.product([f'KS_{s}' for s in outer])}):")
+        w.indent()
+        x_outer, mask = _outer_tap(w, kernel, outer, last)
+    w(f"for t_{last} in tl.static_range(KS_{last}):  # unrolled: the last dim's taps x the channels")
+    w.indent()
+    w(f"dk_{last} = t_{last} * dil_{last}")
+    if _pads(kernel, [-1]):
+        inside = f"(i0_{last} + dk_{last} >= 0) & (i0_{last} + dk_{last} < in_{last})"
+        w(f"tap_in = {mask} & {inside}" if mask else f"tap_in = {inside}")
+        mask = "tap_in"
+    tap = f"outer * KS_{last} + t_{last}" if outer else f"t_{last}"
+    w("for c in tl.static_range(CIG_F):")
+    w.indent()
+    masked = f", mask={mask}, other=0.0" if mask else ""
+    plane = conv.product([f"in_{s}" for s in dims])
+    w(f"a = tl.load({x_outer} + dk_{last} + c * {plane}{masked}).to(tl.float32)")
+    w(f"b = tl.load(w_rows + (({tap}) * CIG_F + c)).to(tl.float32)  # constant offsets")
+    w("acc += a[:, None] * b[None, :]")
+    w.dedent()
+    w.dedent()
+    if outer:
+        w.dedent()
+
+
+def _outer_tap(w: Writer, kernel: Kernel, outer: list[str], last: str) -> tuple[str, str | None]:
+    """The outer tap's displacements (dk_<dim>), the rows' pointer there and, where an outer dim pads,
+    the rows' window test: (pointer, mask or None)."""
+    w("rest_t = outer")
+    for s in reversed(outer[1:]):
+        w(f"dk_{s} = (rest_t % KS_{s}) * dil_{s}")
+        w(f"rest_t = rest_t // KS_{s}")
+    w(f"dk_{outer[0]} = rest_t * dil_{outer[0]}")
+    offset = f"dk_{outer[0]}"
+    for s in outer[1:]:
+        offset = f"{offset if offset.isidentifier() else f'({offset})'} * in_{s} + dk_{s}"
+    w(f"x_outer = x_rows + ({offset}) * in_{last}")
+    if not _pads(kernel, list(range(len(outer)))):
+        return "x_outer", None
+    w(f"row_in = {conv.window_inside(outer)}")
+    return "x_outer", "row_in"
 
 
 def channel_loop(w: Writer, kernel: Kernel, x_ptr: str, w_ptr: str, channel_stride: str) -> None:
