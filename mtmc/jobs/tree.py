@@ -59,12 +59,13 @@ def record(cfg: DictConfig) -> RecordSummary:
     with instantiate(cfg.verifier) as verifier:
         summary = record_tree(tasks, coder, verifier, cfg.tree, depth=cfg.depth,
                               time_limit_s=cfg.time_limit_s, batch=cfg.batch, judge=cfg.judge,
-                              chunk=cfg.chunk)
+                              chunk=cfg.chunk, max_retries=cfg.max_retries)
     state = "complete" if summary.complete else f"cut after {summary.levels} whole level(s): run again"
     left_out = broken + list(summary.broken)
     print(f"mtmc tree record: {cfg.tree}: {len(tasks)} tasks to depth {cfg.depth}, {state}; "
           f"{summary.judged} programs judged now, {summary.in_file} already in the file, "
-          f"{summary.refused} steps refused by the coder, {summary.wall_s:.1f} s"
+          f"{summary.refused} steps refused by the coder, {summary.retried} retries that wrote another "
+          f"program from the failed verdict, {summary.wall_s:.1f} s"
           + (f"; {summary.retry} verdicts failed for the machine (infrastructure), not written: run again "
              "to judge them" if summary.retry else "")
           + (f"; left out (broken): {', '.join(left_out)}" if left_out else ""))
@@ -118,7 +119,7 @@ def report(cfg: DictConfig) -> dict[str, Any]:
 
 def check(cfg: DictConfig) -> dict[str, Any]:
     tree, _, recorded, _ = recorded_tasks(cfg)
-    result = check_tree(tree, recorded, instantiate(cfg.coder))
+    result = check_tree(tree, recorded, instantiate(cfg.coder), max_retries=cfg.max_retries)
     for row in result["tasks"]:
         print(f"{row['task']:<40} {row['produced']:>6} of {row['recorded']:>6} programs still produced")
     share = "n/a" if result["share"] is None else f"{100 * result['share']:.1f}%"

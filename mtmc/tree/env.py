@@ -10,8 +10,12 @@ for comparing planners in seconds.
 It mirrors mtmc/graph/nodes.py step for step: the legal menu is the coder's (read from the tree, plus
 `stop` once ported), a step's verdict is the recorded one (a step the coder refused is a compile
 error that cost no verifier call), the gate is the graph's own `decide` (a failed step is retried
-`max_retries` times: the template coder is deterministic, so each retry is the same verdict and
-another call, as in a live run), and the budget is `max_steps`. The time limit is not modelled.
+`max_retries` times: a retry is the program the recording's retry reached, where the coder wrote
+another one from the failed verdict, such as a tf32_beyond_eager port's fp32-exact twin; else the
+same program again, the same verdict and another call, as in a live run), and the budget is
+`max_steps`. The time limit is not modelled. Each StepRecord carries its last attempt's
+`Verdict.reason`, as the graph's do (the heuristic planner reads it). Retries beyond those the tree
+was recorded with (`mtmc tree record max_retries=`) repeat its last recorded attempt.
 
 Return = log(port time / final time) - call_cost * verifier calls. Each step's reward is its share:
 the gain in log time of the accepted program (0 for the port, the baseline) minus its calls' cost,
@@ -111,20 +115,20 @@ class TreeEnv:
         if strategy.is_stop:
             self.stop_reason = "planner_stop"
             return StepResult(str(strategy), None, None, 0, 0.0, True)
-        step = self._recorded_step(strategy)
-        verdict, calls, outcome = self._attempts(step)
+        step, verdict, calls, outcome = self._attempts(self._recorded_step(strategy))
         previous = self.verdict
         self.history.append(StepRecord(
             index=len(self.history), strategy=step.strategy, status=str(verdict.status),
             accepted=outcome == "accepted", speedup=verdict.speedup_eager,
-            reward=step_reward(verdict, previous, self.reward_cfg, step=len(self.history))))
+            reward=step_reward(verdict, previous, self.reward_cfg, step=len(self.history)),
+            reason=verdict.reason))
         gain = 0.0
         if outcome == "accepted":
             if self.port_ms is None:
                 self.port_ms = verdict.candidate_ms
             elif previous.candidate_ms and verdict.candidate_ms:
                 gain = math.log(previous.candidate_ms / verdict.candidate_ms)
-            self.node, self.verdict = step.digest, verdict
+            self.node, self.verdict = step.digest, verdict  # the accepted attempt's step
         self.calls += calls
         self.trace.append((self.calls, self.verdict.candidate_ms if self.verdict is not None else None))
         reward = gain - self.call_cost * calls
@@ -158,17 +162,21 @@ class TreeEnv:
             raise ValueError(f"{str(strategy)!r} is not among the legal steps {legal}")
         return menu.steps[str(strategy)]
 
-    def _attempts(self, step: Step) -> tuple[Verdict, int, Outcome]:
-        """The step as the graph's code -> verify -> gate loop runs it: retried while it fails."""
+    def _attempts(self, step: Step) -> tuple[Step, Verdict, int, Outcome]:
+        """The step as the graph's code -> verify -> gate loop runs it: retried while it fails, each
+        retry the recorded one where the coder wrote another program, else the attempt before's again.
+        Returns the last attempt's step and verdict."""
         calls = 0
         for attempt in range(self.max_retries + 1):
+            if attempt:
+                step = self.tree.retry(self.task, self.node, step.strategy, attempt) or step
             if step.digest is None:  # the coder refused: a compile error, no verifier call
                 verdict = Verdict(Status.COMPILE_ERROR, message=f"coder error: {step.error}")
             else:
                 verdict, calls = verdict_of(self.tree.node(self.task, step.digest)), calls + 1
             outcome = decide(verdict, self.verdict, attempt=attempt, max_retries=self.max_retries)
             if outcome != "retry":
-                return verdict, calls, outcome
+                return step, verdict, calls, outcome
         raise AssertionError("decide() retried past max_retries")
 
     def _summary(self, task: str) -> TaskSummary:

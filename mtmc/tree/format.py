@@ -21,6 +21,11 @@ Row kinds (`kind`):
 
 `rank` is the step's place in the coder's legal menu, so a planner walking the tree sees the menu in
 the coder's order. Rows are only ever appended: a rerun adds what is missing and repeats nothing.
+
+Format 2 added `attempt` and the node's `reason` (Verdict.reason, which the coder's retry and the
+heuristic planner act on). Format 1 files still read, as recorded without retries: a missing reason
+reads as "", a missing attempt as 0; the recorder does not extend them (their failed verdicts lost
+the reason that decides a retry's program).
 """
 
 from __future__ import annotations
@@ -37,7 +42,8 @@ from mtmc.strategies import Strategy
 from mtmc.tasks import Task
 from mtmc.verify.verdict import Verdict
 
-FORMAT = 1  # bump when a row's meaning changes
+FORMAT = 2  # bump when a row's meaning changes
+READS = (1, 2)  # formats read: format 1 rows have no `reason` and no `attempt` (read as "" and 0)
 MESSAGE_CHARS = 500  # failure messages are kept short: thousands of rows per file
 Row = dict[str, Any]
 
@@ -74,12 +80,14 @@ def verifier_settings(verifier: object, judge: str) -> dict[str, Any]:
 
 
 def node_row(task: Task, parent: str | None, strategy: Strategy, rank: int, program: Program, depth: int,
-             verdict: Verdict, coder: str, settings: dict[str, Any] | None = None) -> Row:
-    """The row of a program reached for the first time, with its verdict (and `verifier_settings`)."""
+             verdict: Verdict, coder: str, settings: dict[str, Any] | None = None, attempt: int = 0) -> Row:
+    """The row of a program reached for the first time, with its verdict (and `verifier_settings`);
+    `attempt` > 0: by that retry of the step."""
     return {
         "kind": "node", "format": FORMAT, "task": task.name, "task_sha": task_fingerprint(task),
-        "parent": parent, "strategy": str(strategy), "rank": rank, "digest": program.digest, "depth": depth,
-        "status": str(verdict.status), "message": verdict.message[:MESSAGE_CHARS],
+        "parent": parent, "strategy": str(strategy), "rank": rank, "attempt": attempt,
+        "digest": program.digest, "depth": depth, "status": str(verdict.status), "reason": verdict.reason,
+        "message": verdict.message[:MESSAGE_CHARS],
         "candidate_ms": verdict.candidate_ms, "candidate_median_ms": verdict.candidate_median_ms,
         "eager_ms": verdict.eager_ms, "compiled_ms": verdict.compiled_ms, "roofline_ms": verdict.roofline_ms,
         "triton_share": verdict.triton_share, "flags": list(verdict.flags), "device": verdict.device,
@@ -91,10 +99,11 @@ def node_row(task: Task, parent: str | None, strategy: Strategy, rank: int, prog
 
 
 def edge_row(task: Task, parent: str | None, strategy: Strategy, rank: int, depth: int,
-             digest: str | None, error: str | None = None) -> Row:
-    """A step to a program already recorded, or (digest None) a step the coder refused."""
+             digest: str | None, error: str | None = None, attempt: int = 0) -> Row:
+    """A step (or its retry `attempt`) to a program already recorded, or (digest None) one the coder
+    refused."""
     return {"kind": "edge", "format": FORMAT, "task": task.name, "parent": parent, "strategy": str(strategy),
-            "rank": rank, "digest": digest, "depth": depth,
+            "rank": rank, "attempt": attempt, "digest": digest, "depth": depth,
             "error": None if error is None else error[:MESSAGE_CHARS]}
 
 
@@ -113,7 +122,8 @@ def retime_row(task: Task, digest: str, verdict: Verdict) -> Row:
 
 
 def verdict_of(row: Row) -> Verdict:
-    """The recorded verdict of a node row, as the live verifier returned it (less its phase times)."""
+    """The recorded verdict of a node row, as the live verifier returned it (less its phase times and
+    error sizes); a format 1 row's `reason` reads as ""."""
     return Verdict.from_dict({**row, "flags": list(row.get("flags") or []),
                               "isolation": row.get("isolation", "")})
 
@@ -133,8 +143,9 @@ def read_rows(path: str | Path) -> Iterator[Row]:
             if number == len(lines):
                 break  # the line a killed writer left half-written
             raise ValueError(f"{path}:{number}: not a JSON row") from None
-        if row.get("format") != FORMAT:
-            raise ValueError(f"{path}:{number}: tree format {row.get('format')!r}, this code reads {FORMAT}")
+        if row.get("format") not in READS:
+            raise ValueError(f"{path}:{number}: tree format {row.get('format')!r}, this code reads "
+                             f"{' and '.join(map(str, READS))}")
         yield row
 
 

@@ -5,14 +5,18 @@
 Breadth-first over all tasks together: level 0 (the ports) of every task, then level 1 of every
 task, and so on, so a run cut off by `time_limit_s` leaves whole levels behind it. A program is
 judged the first time the enumeration reaches it (de-duplicated by digest); only programs judged
-`ok` are expanded, since the gate never continues from a failed one. A rerun enumerates again from
+`ok` are expanded, since the gate never continues from a failed one. A failed step is retried as the
+graph's gate retries it, up to `max_retries` times with the failed verdict as the coder's feedback
+(attempts.py): a tf32_beyond_eager port's fp32-exact twin is recorded, at the step's depth, and
+expanded as the program the loop goes on from. A rerun enumerates again from
 the ports (the coder is deterministic and cheap: ~6 ms a step) and judges and writes only what the
 file lacks, so recording resumes across commands.
 
 Each level is enumerated for every task first (every step applied), then the new programs of all the
 tasks together are judged in batches of `batch` (default: the verifier's `concurrency`) that mix
 tasks, so a level of few programs per task (level 0: one port each) still keeps every worker busy;
-then each task's edge and expanded rows are written. A batch goes through `verify_many` where the
+then each level's retries (the failed steps coded again, with the verdicts just written), then each
+task's edge and expanded rows are written. A batch goes through `verify_many` where the
 verifier has it (mtmc/verify/many.py: one program per worker at once, a GPU's fork-server for the
 local verifier, a fork-server for the interpreter's `workers`, an actor for verifier=ray), else one
 `verify` at a time, so any backend records. With `judge="batch"` each worker judges up to `chunk`
@@ -30,14 +34,16 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from mtmc.program import Program
-from mtmc.protocols import Coder, CoderError, Verifier
+from mtmc.protocols import Coder, Verifier
 from mtmc.strategies import Strategy
 from mtmc.tasks import Task
+from mtmc.tree.attempts import MAX_RETRIES, Attempt, code, feedback, recorded_verdicts, retry
 from mtmc.tree.format import (
+    FORMAT,
     RowWriter,
     coder_fingerprint,
     edge_row,
@@ -63,7 +69,8 @@ JUDGES = ("each", "batch")  # each: the full protocol per program; batch: truste
 class RecordSummary:
     judged: int = 0  # verdicts asked for in this run
     in_file: int = 0  # programs reached that the file already held
-    refused: int = 0  # steps the coder refused
+    refused: int = 0  # steps the coder refused (a retry it refused too)
+    retried: int = 0  # retries that wrote another program than the failed attempt (tf32_beyond_eager)
     levels: int = 0  # levels finished (of depth + 1)
     complete: bool = False  # False: the time limit cut the run; run it again to continue
     wall_s: float = 0.0
@@ -73,7 +80,8 @@ class RecordSummary:
 
 @dataclass(eq=False)
 class _Step:
-    """One legal step of a program, applied: its child program, or the coder's refusal."""
+    """One legal step of a program, applied: its child program, or the coder's refusal; `attempt` > 0:
+    that retry of the step, coded with the attempt before's verdict."""
 
     parent: str | None
     rank: int
@@ -81,6 +89,10 @@ class _Step:
     child: Program | None
     error: str | None
     first: bool  # the enumeration reached this child for the first time here
+    attempt: int = 0
+
+    def as_attempt(self) -> Attempt:
+        return Attempt(self.attempt, self.child, self.error)
 
 
 @dataclass(eq=False)
@@ -89,8 +101,9 @@ class _TaskLevel:
 
     task: Task
     parents: Frontier
-    steps: list[_Step]
+    steps: list[_Step]  # the retries after the steps, in the order they were coded
     fresh: list[_Step]  # reached here first and not in the file yet
+    waiting: set[str | None] = field(default_factory=set)  # parents of a step whose verdict a retry lacks
 
 
 class _Rate:
@@ -119,16 +132,20 @@ class _Cut(Exception):
 class Recorder:
     def __init__(self, coder: Coder, verifier: Verifier, path: str | Path, *, depth: int,
                  time_limit_s: float | None = None, batch: int | None = None, judge: str = "each",
-                 chunk: int = 16, clock: Callable[[], float] = time.monotonic,
+                 chunk: int = 16, max_retries: int = MAX_RETRIES, clock: Callable[[], float] = time.monotonic,
                  progress: Callable[[str], None] = log.info) -> None:
-        if depth < 0:
-            raise ValueError(f"depth must be >= 0, got {depth}")
+        if depth < 0 or max_retries < 0:
+            raise ValueError(f"depth and max_retries must be >= 0, got {depth} and {max_retries}")
         if judge not in JUDGES:
             raise ValueError(f"judge must be one of {', '.join(JUDGES)}, got {judge!r}")
-        self.judge, self.chunk = judge, chunk
+        self.judge, self.chunk, self.max_retries = judge, chunk, max_retries
         self.coder, self.verifier, self.depth = coder, verifier, depth
         self.path = Path(path)
         self.tree = Tree.from_rows(read_rows(self.path), self.path)
+        if self.tree.formats - {FORMAT}:
+            # its failed verdicts lost the reason a retry's program depends on: its retries could be wrong
+            raise ValueError(f"{self.path}: tree format {min(self.tree.formats)} (no verdict reasons, no "
+                             f"retries); the recorder extends format {FORMAT} files only: record a new file")
         self.fingerprint = coder_fingerprint(coder)
         self.settings = verifier_settings(verifier, judge)
         self.clock, self.progress = clock, progress
@@ -164,7 +181,11 @@ class Recorder:
         write each task's other rows and set its frontier to the level's new ok programs."""
         task_levels = [self._enumerate(task, frontier[task.name], seen[task.name])
                        for task in tasks if task.name not in self.broken]
-        self._judge(task_levels, level)
+        self._judge([(one.task, step) for one in task_levels for step in one.fresh], level)
+        for attempt in range(1, self.max_retries + 1):  # the gate's retries, round by round
+            retries = [(one.task, step) for one in task_levels if one.task.name not in self.broken
+                       for step in self._retries(one, attempt, seen[one.task.name])]
+            self._judge(retries, level, f" (retry {attempt})")
         for one in task_levels:
             broken = one.task.name in self.broken
             frontier[one.task.name] = [] if broken else self._finish(one, level)
@@ -180,25 +201,50 @@ class Recorder:
     def _menu(self, task: Task, parent: str | None, program: Program | None, seen: set[str]) -> list[_Step]:
         """Every legal step of `program`, applied (cheap: the coder is deterministic and local)."""
         legal = [s for s in self.coder.legal_strategies(task, program) if not s.is_stop]
-        steps = []
-        for rank, strategy in enumerate(legal):
-            try:
-                child = self.coder.apply(task, program, strategy)
-            except CoderError as err:
-                self.summary.refused += 1
-                steps.append(_Step(parent, rank, strategy, None, str(err), first=False))
-                continue
-            steps.append(_Step(parent, rank, strategy, child, None, first=child.digest not in seen))
-            seen.add(child.digest)
-        return steps
+        return [self._step(parent, rank, strategy, code(self.coder, task, program, strategy), seen)
+                for rank, strategy in enumerate(legal)]
 
-    def _judge(self, task_levels: list[_TaskLevel], level: int) -> None:
-        """Verdicts for every task's new programs of this level, `batch` at a time and tasks mixed (a
-        level of few programs per task, such as the ports, still keeps every worker busy)."""
-        pairs = [(one.task, step) for one in task_levels for step in one.fresh]
+    def _step(self, parent: str | None, rank: int, strategy: Strategy, attempt: Attempt,
+              seen: set[str]) -> _Step:
+        if attempt.child is None:
+            self.summary.refused += 1
+            return _Step(parent, rank, strategy, None, attempt.error, False, attempt.number)
+        first = attempt.child.digest not in seen
+        seen.add(attempt.child.digest)
+        return _Step(parent, rank, strategy, attempt.child, None, first, attempt.number)
+
+    def _retries(self, one: _TaskLevel, attempt: int, seen: set[str]) -> list[_Step]:
+        """The level's failed attempts `attempt - 1` coded again with their recorded verdicts as the
+        feedback (attempts.py), added to the level's steps; returns the new programs to judge. A step
+        whose verdict is missing (it failed for the machine) keeps its parent unexpanded: a rerun retries."""
+        task, recorded, fresh = one.task, recorded_verdicts(self.tree, one.task.name), []
+        programs = dict(one.parents)
+        for step in [s for s in one.steps if s.attempt == attempt - 1]:
+            verdict = feedback(step.as_attempt(), recorded)
+            if verdict is None:
+                one.waiting.add(step.parent)
+                continue
+            following = retry(self.coder, task, programs[step.parent], step.strategy, step.as_attempt(),
+                              verdict, self.max_retries)
+            if following is None:
+                continue
+            self.summary.retried += following.child is not None
+            new = self._step(step.parent, step.rank, step.strategy, following, seen)
+            one.steps.append(new)
+            if new.first and self.tree.node(task.name, new.child.digest) is None:
+                fresh.append(new)
+            else:
+                self.summary.in_file += new.first
+        one.fresh += fresh
+        return fresh
+
+    def _judge(self, pairs: list[tuple[Task, _Step]], level: int, retry_round: str = "") -> None:
+        """Verdicts for every task's new programs of this level (or of one round of its retries), `batch`
+        at a time and tasks mixed (a level of few programs per task, such as the ports, still keeps
+        every worker busy)."""
         if pairs:
-            self.progress(f"level {level}: judging {len(pairs)} programs of "
-                          f"{sum(bool(one.fresh) for one in task_levels)} tasks, {self.batch} at a time")
+            self.progress(f"level {level}{retry_round}: judging {len(pairs)} programs of "
+                          f"{len({task.name for task, _ in pairs})} tasks, {self.batch} at a time")
         self._rate = _Rate(level, len(pairs), self.clock)
         for start in range(0, len(pairs), self.batch):
             self._deadline_check()
@@ -224,7 +270,7 @@ class Recorder:
                     self.summary.retry += 1
                     continue
                 self._write(node_row(task, step.parent, step.strategy, step.rank, step.child, level, verdict,
-                                     self.fingerprint, self.settings))
+                                     self.fingerprint, self.settings, step.attempt))
                 self.summary.judged += 1
                 line = self._rate.tick()
                 if line:
@@ -256,13 +302,19 @@ class Recorder:
         parents expanded) and return its new ok programs: the next level's parents."""
         task, judged = one.task, {id(step) for step in one.fresh}
         for step in one.steps:
-            if id(step) not in judged and not self.tree.has_step(task.name, step.parent, str(step.strategy)):
-                digest = None if step.child is None else step.child.digest
-                self._write(edge_row(task, step.parent, step.strategy, step.rank, level, digest, step.error))
-        retried = {s.parent for s in one.fresh if self.tree.node(task.name, s.child.digest) is None}
-        for digest, _ in one.parents:  # expanded: every step has its row (not while one waits for a retry)
-            if digest is not None and digest not in retried and not self.tree.is_expanded(task.name, digest):
-                self._write(expanded_row(task, digest, sum(s.parent == digest for s in one.steps)))
+            recorded = self.tree.has_step(task.name, step.parent, str(step.strategy), step.attempt)
+            if id(step) in judged or recorded:
+                continue
+            digest = None if step.child is None else step.child.digest
+            self._write(edge_row(task, step.parent, step.strategy, step.rank, level, digest, step.error,
+                                 step.attempt))
+        # not expanded while a step of it waits for a verdict (to be judged again, or retried, next run)
+        waiting = {s.parent for s in one.fresh if self.tree.node(task.name, s.child.digest) is None}
+        waiting |= one.waiting
+        for digest, _ in one.parents:
+            if digest is not None and digest not in waiting and not self.tree.is_expanded(task.name, digest):
+                steps = sum(s.parent == digest and s.attempt == 0 for s in one.steps)  # the menu's
+                self._write(expanded_row(task, digest, steps))
         children = [(s.child.digest, s.child) for s in one.steps
                     if s.first and (self.tree.node(task.name, s.child.digest) or {}).get("status") == "ok"]
         if one.parents:
@@ -284,7 +336,8 @@ class Recorder:
 
 def record_tree(tasks: Sequence[Task], coder: Coder, verifier: Verifier, path: str | Path, *, depth: int,
                 time_limit_s: float | None = None, batch: int | None = None, judge: str = "each",
-                chunk: int = 16, progress: Callable[[str], None] = log.info) -> RecordSummary:
+                chunk: int = 16, max_retries: int = MAX_RETRIES,
+                progress: Callable[[str], None] = log.info) -> RecordSummary:
     recorder = Recorder(coder, verifier, path, depth=depth, time_limit_s=time_limit_s, batch=batch,
-                        judge=judge, chunk=chunk, progress=progress)
+                        judge=judge, chunk=chunk, max_retries=max_retries, progress=progress)
     return recorder.run(tasks)

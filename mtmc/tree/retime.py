@@ -5,7 +5,8 @@ tree's times are (noise.py turns the rows into the report).
 
 For each task the tree holds as it is now (same `task_sha`; any other is skipped with a log line), its
 `top` fastest `ok` nodes by `candidate_ms` are rebuilt with the coder: the strategies along the
-node's parent chain, replayed from the port (the coder is deterministic). A program whose rebuilt
+node's parent chain, replayed from the port (the coder is deterministic), a step a retry reached
+retried as recorded (attempts.py: the recorded verdict as the coder's feedback). A program whose rebuilt
 digest is not the node's (the coder changed since the recording), or whose path the coder no longer
 takes, is skipped and counted as stale: never judged under the node's identity. Each rebuilt program
 is judged `repeats` more times, and each verdict appended as a `retime` row (format.py).
@@ -28,8 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mtmc.program import Program
-from mtmc.protocols import Coder, CoderError, Verifier
+from mtmc.protocols import Coder, Verifier
 from mtmc.tasks import Task
+from mtmc.tree.attempts import Recorded, attempts, recorded_verdicts
 from mtmc.tree.format import Row, RowWriter, retime_row, task_fingerprint
 from mtmc.tree.index import Tree, load_tree
 from mtmc.tree.replay import ReplayVerifier
@@ -75,27 +77,30 @@ def top_nodes(tree: Tree, task: str, top: int) -> list[Row]:
     return sorted(timed, key=lambda row: (row["candidate_ms"], row["digest"]))[:top]
 
 
-def strategy_path(tree: Tree, task: str, node: Row) -> list[str]:
-    """The strategies from before the port to `node`, along the parent chain of the node rows (each
-    node row is the first step that reached its program, so the chain ends at the port)."""
+def strategy_path(tree: Tree, task: str, node: Row) -> list[tuple[str, int]]:
+    """The strategies from before the port to `node`, each with the attempt that reached the next
+    program (0: the step itself), along the parent chain of the node rows (each node row is the first
+    step that reached its program, so the chain ends at the port)."""
     path, row = [], node
     while row is not None:
-        path.append(row["strategy"])
+        path.append((row["strategy"], row.get("attempt", 0)))
         row = tree.node(task, row["parent"])
     return path[::-1]
 
 
-def rebuild(coder: Coder, task: Task, path: Sequence[str]) -> Program | None:
-    """The program the coder writes along `path` (strategies as recorded), or None where a step is no
-    longer on its menu or it refuses one."""
+def rebuild(coder: Coder, task: Task, path: Sequence[tuple[str, int]],
+            recorded: Recorded = lambda digest: None) -> Program | None:
+    """The program the coder writes along `path` (strategies and attempts as recorded; a retry's
+    feedback is the `recorded` verdict of the attempt before), or None where a step is no longer on its
+    menu, it refuses one, or a retry no longer writes another program."""
     program = None
-    for text in path:
+    for text, number in path:
         menu = {str(strategy): strategy for strategy in coder.legal_strategies(task, program)}
         if text not in menu:
             return None
-        try:
-            program = coder.apply(task, program, menu[text])
-        except CoderError:
+        chain = attempts(coder, task, program, menu[text], recorded, max_retries=number)
+        program = chain[number].child if number < len(chain) else None
+        if program is None:
             return None
     return program
 
@@ -152,7 +157,8 @@ class Retimer:
         """The task's top programs, rebuilt, each with the verdicts it still lacks (stale ones counted)."""
         programs = []
         for node in top_nodes(self.tree, task.name, self.top):
-            program = rebuild(self.coder, task, strategy_path(self.tree, task.name, node))
+            path = strategy_path(self.tree, task.name, node)
+            program = rebuild(self.coder, task, path, recorded_verdicts(self.tree, task.name))
             if program is None or program.digest != node["digest"]:
                 self.summary.stale += 1
                 self.progress(f"retime: {task.name} {node['digest'][:12]}: the coder no longer writes it")

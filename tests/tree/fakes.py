@@ -1,6 +1,6 @@
-"""Fakes for the tree tests: a verifier that "times" a program by its digest (and one whose times
-drift from call to call), a coder that refuses one step and one that edits it, tiny tasks, and
-synthetic tree files written row by row with known times."""
+"""Fakes for the tree tests: a verifier that "times" a program by its digest (one whose times drift
+from call to call, one that refuses TF32 dots for tf32_beyond_eager), a coder that refuses one step and
+one that edits it, tiny tasks, and synthetic tree files written row by row with known times."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from mtmc.tasks import Task
 from mtmc.tree.format import FORMAT
 from mtmc.verify import VerifierError
 from mtmc.verify.many import judge_concurrently
-from mtmc.verify.verdict import Status, Verdict
+from mtmc.verify.verdict import TF32_BEYOND_EAGER, Status, Verdict
 
 TASK_SOURCE = '''
 import torch
@@ -66,6 +66,22 @@ class DigestVerifier:
 
     def __exit__(self, *exc: object) -> None:
         pass
+
+
+class Tf32Verifier(DigestVerifier):
+    """A DigestVerifier on a GPU where eager computed the task's convolutions in fp32: a program with a
+    TF32 dot is refused for tf32_beyond_eager, as the real verifier refuses it (the CPU interpreter has
+    no TF32, so the refusal is simulated); any other program passes."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(failing="", **kwargs)
+
+    def verify(self, task: Task, program: Program) -> Verdict:
+        verdict = super().verify(task, program)
+        if 'input_precision="tf32"' not in program.source:
+            return verdict
+        return Verdict(Status.INCORRECT, message="fake: erred as TF32 does where eager computed in fp32",
+                       reason=TF32_BEYOND_EAGER, device="fake gpu", verifier_version="fake")
 
 
 class RefusingCoder(TemplateCoder):

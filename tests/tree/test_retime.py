@@ -119,9 +119,10 @@ def test_a_program_the_coder_no_longer_writes_is_skipped_and_counted(tree_file):
 
 def test_rebuild_gives_none_where_a_step_is_refused_or_gone():
     task = tiny_task()
-    assert rebuild(coder, task, ["port"]).digest == coder.apply(task, None, PORT).digest
-    assert rebuild(RefusingCoder("port"), task, ["port"]) is None
-    assert rebuild(coder, task, ["port", "num_warps 3"]) is None  # not on the menu
+    assert rebuild(coder, task, [("port", 0)]).digest == coder.apply(task, None, PORT).digest
+    assert rebuild(RefusingCoder("port"), task, [("port", 0)]) is None
+    assert rebuild(coder, task, [("port", 0), ("num_warps 3", 0)]) is None  # not on the menu
+    assert rebuild(coder, task, [("port", 1)]) is None  # a retry the coder no longer writes
 
 
 def test_a_verdict_that_failed_for_the_machine_is_not_written_and_a_rerun_judges_it(tree_file):
