@@ -305,9 +305,12 @@ def compare_tensor(ref: torch.Tensor, out: torch.Tensor, tol: Tolerance, label: 
 def compare_runs(first: list[torch.Tensor], second: list[torch.Tensor] | None, deterministic: bool,
                  uses_atomics: bool, refs: list[torch.Tensor], meta: dict[str, Any],
                  label: str, eager_errors: list[float] | None = None,
-                 reference_errors: list[float] | None = None) -> Comparison:
+                 reference_errors: list[float] | None = None, eager_measured: bool = False,
+                 tf32_follows_eager: bool = False) -> Comparison:
     """Two runs on the same inputs must be bitwise equal (S15, S10), except float atomics may
-    reorder additions: then both runs must pass the tolerance and the verdict is flagged."""
+    reorder additions: then both runs must pass the tolerance (compare_outputs' rule, the TF32 one
+    included: a second run must not take an allowance the first was refused) and the verdict is
+    flagged."""
     if deterministic:
         return Comparison(True)
     if second is None:
@@ -317,6 +320,7 @@ def compare_runs(first: list[torch.Tensor], second: list[torch.Tensor] | None, d
     if not uses_atomics:
         return Comparison(False, f"{label}: two runs on the same inputs differ (max {diff:.3g}): "
                           "the kernel reads uninitialised memory or keeps state between calls (S15/S10)")
-    again = compare_outputs(refs, second, meta, f"{label}, second run", eager_errors, reference_errors)
+    again = compare_outputs(refs, second, meta, f"{label}, second run", eager_errors, reference_errors,
+                            eager_measured, tf32_follows_eager)
     again.flags.append("nondeterministic: atomics reorder float additions")
     return again
