@@ -134,7 +134,8 @@ def _unless_same(outputs: list[torch.Tensor], case_outputs: list[torch.Tensor]) 
 # ------------------------------------------------------------------------------------------------
 def candidate(source: str, digest: str, inputs_path: str, device: str, library_ops: list[str],
               time_it: bool, timing: dict[str, Any], profile_share: bool,
-              schedule: list[int] | None = None, timing_lock: str | None = None) -> dict[str, Any]:
+              schedule: list[int] | None = None, timing_lock: str | None = None,
+              timed_tolerances: list[list[tuple[float, float]]] | None = None) -> dict[str, Any]:
     precise_reference()  # vendor calls a task allows run at the reference's precision
     path = Path.cwd() / f"candidate_{digest}.py"
     path.write_text(source)
@@ -170,7 +171,7 @@ def candidate(source: str, digest: str, inputs_path: str, device: str, library_o
     if device == "cuda" and (profile_share or time_it):
         try:
             _gpu_measurements(result, module, data, others, time_it, timing, profile_share, clock,
-                              timing_lock)
+                              timing_lock, timed_tolerances)
         except BaseException as err:
             return {**result, "error": error_kind(err), "message": candidate_traceback(err, path)}
     result["other_calls"] = others.report()
@@ -324,7 +325,7 @@ def _compare_runs(first: Any, second: Any) -> tuple[bool, list[torch.Tensor] | N
 
 def _gpu_measurements(result: dict[str, Any], module: Any, data: dict[str, Any], forward: CallAudit,
                       time_it: bool, timing: dict[str, Any], profile_share: bool, clock: PhaseClock,
-                      timing_lock: str | None) -> None:
+                      timing_lock: str | None, tolerances: list[list[tuple[float, float]]] | None) -> None:
     home_stream = torch.cuda.current_stream().cuda_stream  # the correctness runs' stream
     with timing_gpu.on_timing_device(timing_lock):  # shared mode (timing_gpu.py): the timing GPU, alone
         counter = forward.counter
@@ -351,8 +352,10 @@ def _gpu_measurements(result: dict[str, Any], module: Any, data: dict[str, Any],
             exact = all(c["deterministic"] for c in result["cases"])
             ours = {home_stream, torch.cuda.current_stream().cuda_stream}  # (shared mode: two GPUs)
             side_before = counter.streams - ours  # from the correctness runs
+            # unless exact, each timed output within what its untimed one is held to (timing.py)
             result["timing"] = time_calls({"candidate": call}, sets, {"candidate": own}, exact,
-                                          TimingOptions(**timing, hide_host_overhead=not side_before))
+                                          TimingOptions(**timing, hide_host_overhead=not side_before),
+                                          tolerances)
             side = counter.streams - ours
             result["timing"]["side_streams"] = sorted(side)
             result["timing"]["side_streams_late"] = bool(side) and not side_before

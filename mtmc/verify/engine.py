@@ -44,6 +44,7 @@ from mtmc.verify.judging import (
     log_excerpt,
     reject,
     run_problem,
+    timed_tolerances,
     timing_outputs_check,
     timing_problems,
     violations,
@@ -291,7 +292,8 @@ class Engine:
         return {"source": program.source, "digest": program.digest, "inputs_path": reference.inputs_path,
                 "device": self.device_type, "library_ops": list(task.library_ops),
                 "time_it": self.device_type == "cuda", "timing": self.settings.timing,
-                "profile_share": self.device_type == "cuda", "schedule": schedule}
+                "profile_share": self.device_type == "cuda", "schedule": schedule,
+                "timed_tolerances": timed_tolerances(task, reference, self.settings.tf32_follows_eager)}
 
     def _probe_devices(self) -> str:
         names = set()

@@ -12,7 +12,14 @@ from typing import Any
 import torch
 
 from mtmc.tasks import Task
-from mtmc.verify.correctness import Comparison, compare_case, compare_outputs, compare_runs, eager_precision
+from mtmc.verify.correctness import (
+    Comparison,
+    compare_case,
+    compare_outputs,
+    compare_runs,
+    eager_precision,
+    held_tolerance,
+)
 from mtmc.verify.policy import HOST_READ_ATEN_OPS
 from mtmc.verify.static import StaticReport
 from mtmc.verify.verdict import Status, Verdict
@@ -212,6 +219,25 @@ def timing_outputs_check(task: Task, reference: Reference, result: dict[str, Any
         if not check.ok:
             return check
     return total
+
+
+def timed_tolerances(task: Task, reference: Reference, tf32_follows_eager: bool = True) -> list[list[tuple]]:
+    """Per timing set, per output, the (atol, rtol) a timed call's output is held to against the
+    untimed one where the candidate's repeats differ (timing.py): what timing_outputs_check holds
+    the untimed output to against the reference (correctness.held_tolerance), so the two checks
+    together bound the timed outputs as the cases are bounded."""
+    meta = eager_precision(task.meta, reference.eager_tf32)
+    refuse_tf32 = refuse_tf32_beyond_eager(task, tf32_follows_eager)
+    tolerances = []
+    for i in reference.timing_sets or []:
+        expected = reference.expected[i]
+        n = len(expected["outputs"])
+        eager = expected.get("eager_errors") or [0.0] * n
+        floors = expected.get("reference_errors") or [0.0] * n
+        held = [held_tolerance(ref.dtype, meta, eager[j], floors[j], bool(expected.get("eager_measured")),
+                               refuse_tf32) for j, ref in enumerate(expected["outputs"])]
+        tolerances.append([(t.atol, t.rtol) for t in held])
+    return tolerances
 
 
 def add_flags(flags: list[str], more: list[str]) -> None:
