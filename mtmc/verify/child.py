@@ -23,6 +23,7 @@ escape, and the fork server reports them as harness errors.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -52,7 +53,6 @@ from mtmc.verify.case_io import (
     run_forward,
     sized,
     timing_sets,
-    to_device,
 )
 from mtmc.verify.census_calls import CallAudit, censused
 from mtmc.verify.kept_state import persistent_tensors
@@ -134,7 +134,8 @@ def _unless_same(outputs: list[torch.Tensor], case_outputs: list[torch.Tensor]) 
 # ------------------------------------------------------------------------------------------------
 def candidate(source: str, digest: str, inputs_path: str, device: str, library_ops: list[str],
               time_it: bool, timing: dict[str, Any], profile_share: bool,
-              schedule: list[int] | None = None, timing_lock: str | None = None) -> dict[str, Any]:
+              schedule: list[int] | None = None, timing_lock: str | None = None,
+              timed_tolerances: list[list[tuple[float, float]]] | None = None) -> dict[str, Any]:
     precise_reference()  # vendor calls a task allows run at the reference's precision
     path = Path.cwd() / f"candidate_{digest}.py"
     path.write_text(source)
@@ -170,7 +171,7 @@ def candidate(source: str, digest: str, inputs_path: str, device: str, library_o
     if device == "cuda" and (profile_share or time_it):
         try:
             _gpu_measurements(result, module, data, others, time_it, timing, profile_share, clock,
-                              timing_lock)
+                              timing_lock, timed_tolerances)
         except BaseException as err:
             return {**result, "error": error_kind(err), "message": candidate_traceback(err, path)}
     result["other_calls"] = others.report()
@@ -324,7 +325,7 @@ def _compare_runs(first: Any, second: Any) -> tuple[bool, list[torch.Tensor] | N
 
 def _gpu_measurements(result: dict[str, Any], module: Any, data: dict[str, Any], forward: CallAudit,
                       time_it: bool, timing: dict[str, Any], profile_share: bool, clock: PhaseClock,
-                      timing_lock: str | None) -> None:
+                      timing_lock: str | None, tolerances: list[list[tuple[float, float]]] | None) -> None:
     home_stream = torch.cuda.current_stream().cuda_stream  # the correctness runs' stream
     with timing_gpu.on_timing_device(timing_lock):  # shared mode (timing_gpu.py): the timing GPU, alone
         counter = forward.counter
@@ -335,28 +336,39 @@ def _gpu_measurements(result: dict[str, Any], module: Any, data: dict[str, Any],
             # Under the census like a case's call: its host cost is hidden by the pre-call sleep.
             return as_list(forward(model, inputs))
 
-        # Sets left on the host (case_io.timing_sets) come over one at a time for the untimed calls,
-        # each copy made before its call (outside the profile) and gone after it.
+        # The untimed calls each get a copy of their set (from the host where the sets wait there,
+        # case_io.timing_sets), made before the call (outside the profile) and gone after it: the sets
+        # are what the timing loop restores its buffers from, so the candidate never holds them.
         if profile_share:
-            first = partial(call, to_device(sets[0], "cuda"))  # its copy goes with it, after the profile
+            first = partial(call, fresh_copy(sets[0], "cuda"))  # its copy goes with it, after the profile
             result["share"] = proof.triton_share(first, set(counter.kernels))
             del first
             clock.lap("profile")
         if time_it:
             # untimed outputs, judged by the main process
-            own = [[o.clone() for o in call(to_device(s, "cuda"))] for s in sets]
+            own = untimed_outputs(call, sets, "cuda")
             torch.cuda.synchronize()
             result["timing_outputs"] = [_unless_same(outs, result["cases"][i]["outputs"])
                                         for outs, i in zip(own, data["timing"]["sets"], strict=True)]
             exact = all(c["deterministic"] for c in result["cases"])
             ours = {home_stream, torch.cuda.current_stream().cuda_stream}  # (shared mode: two GPUs)
             side_before = counter.streams - ours  # from the correctness runs
+            # unless exact, each timed output within what its untimed one is held to (timing.py)
             result["timing"] = time_calls({"candidate": call}, sets, {"candidate": own}, exact,
-                                          TimingOptions(**timing, hide_host_overhead=not side_before))
+                                          TimingOptions(**timing, hide_host_overhead=not side_before),
+                                          tolerances)
             side = counter.streams - ours
             result["timing"]["side_streams"] = sorted(side)
             result["timing"]["side_streams_late"] = bool(side) and not side_before
             clock.lap("timing")
+
+
+def untimed_outputs(call: Callable[[list[Any]], list[torch.Tensor]], sets: list[list[Any]],
+                    device: str) -> list[list[torch.Tensor]]:
+    """The candidate's outputs on each timing set, each call on its own copy of the set. Before
+    verifier 2.7 a set that fit the GPU was handed over itself: a candidate could write into it
+    (its result, say) and every timed call, its buffers restored from the set, read that instead."""
+    return [[o.clone() for o in call(fresh_copy(s, device))] for s in sets]
 
 
 JOBS = {"probe": probe, "reference": reference, "candidate": candidate, "baseline": baseline,

@@ -38,12 +38,14 @@ from mtmc.verify.forkserver import Outcome
 from mtmc.verify.integrity import IntegrityError, Seal
 from mtmc.verify.judging import (
     Reference,
+    add_flags,
     case_label,
     judge_correctness,
     log_excerpt,
     reject,
     run_problem,
-    timing_outputs_problem,
+    timed_tolerances,
+    timing_outputs_check,
     timing_problems,
     violations,
 )
@@ -53,7 +55,7 @@ from mtmc.verify.trusted import REFERENCE_BYTES_KEPT, REFERENCES_KEPT, TrustedRu
 from mtmc.verify.verdict import Status, Verdict, VerifierError  # noqa: F401  (re-exported)
 from mtmc.verify.worker_pool import WorkerPool
 
-VERIFIER_VERSION = "2.6"  # bump whenever a change can flip a verdict: cached verdicts expire
+VERIFIER_VERSION = "2.7"  # bump whenever a change can flip a verdict: cached verdicts expire
 INTERPRETER_DEVICE = "cpu (triton interpreter)"
 # One case's inputs or outputs past this (bytes, at the task's first size) move the reference to the
 # large-case plan (trusted.TrustedRuns._large_plan): one seed there, the others at a small size. The
@@ -232,9 +234,10 @@ class Engine:
         if timing is None:
             return
         mine = timing["timings"]["candidate"]
-        message = timing_outputs_problem(task, reference, result)
-        if message:
-            verdict.status, verdict.message = Status.INCORRECT, message
+        check = timing_outputs_check(task, reference, result, self.settings.tf32_follows_eager)
+        add_flags(verdict.flags, check.flags)
+        if not check.ok:
+            verdict.status, verdict.message, verdict.reason = Status.INCORRECT, check.message, check.reason
             return
         problems = timing_problems(mine, timing)
         if problems:
@@ -289,7 +292,8 @@ class Engine:
         return {"source": program.source, "digest": program.digest, "inputs_path": reference.inputs_path,
                 "device": self.device_type, "library_ops": list(task.library_ops),
                 "time_it": self.device_type == "cuda", "timing": self.settings.timing,
-                "profile_share": self.device_type == "cuda", "schedule": schedule}
+                "profile_share": self.device_type == "cuda", "schedule": schedule,
+                "timed_tolerances": timed_tolerances(task, reference, self.settings.tf32_follows_eager)}
 
     def _probe_devices(self) -> str:
         names = set()

@@ -12,7 +12,14 @@ from typing import Any
 import torch
 
 from mtmc.tasks import Task
-from mtmc.verify.correctness import Comparison, compare_case, compare_outputs, compare_runs, eager_precision
+from mtmc.verify.correctness import (
+    Comparison,
+    compare_case,
+    compare_outputs,
+    compare_runs,
+    eager_precision,
+    held_tolerance,
+)
 from mtmc.verify.policy import HOST_READ_ATEN_OPS
 from mtmc.verify.static import StaticReport
 from mtmc.verify.verdict import Status, Verdict
@@ -112,7 +119,8 @@ def judge_correctness(task: Task, report: StaticReport, reference: Reference, re
         if checks[0].ok:
             checks.append(compare_runs(got["outputs"], got["second_outputs"], got["deterministic"],
                                        report.uses_atomics, expected["outputs"], meta, label,
-                                       expected.get("eager_errors"), expected.get("reference_errors")))
+                                       expected.get("eager_errors"), expected.get("reference_errors"),
+                                       bool(expected.get("eager_measured")), refuse_tf32))
         for check in checks:
             worst.max_abs_error = max(worst.max_abs_error, check.max_abs_error)
             worst.rel_error = max(worst.rel_error, check.rel_error)
@@ -174,29 +182,69 @@ def instrument_problem(result: dict[str, Any]) -> str:
     return ""
 
 
-def timing_outputs_problem(task: Task, reference: Reference, result: dict[str, Any]) -> str:
-    """The untimed outputs on each timing set against the reference. A set the reference child
-    found equal to its case's expected outputs (None), and the candidate child found equal to its
-    own outputs for that case (None), is the case's check again: nothing left to compare."""
+def timing_outputs_problem(task: Task, reference: Reference, result: dict[str, Any],
+                           tf32_follows_eager: bool = True) -> str:
+    """timing_outputs_check's message: '' where every set passes."""
+    return timing_outputs_check(task, reference, result, tf32_follows_eager).message
+
+
+def timing_outputs_check(task: Task, reference: Reference, result: dict[str, Any],
+                         tf32_follows_eager: bool = True) -> Comparison:
+    """The untimed outputs on each timing set against the reference, by compare_case's rule
+    (`tf32_follows_eager`: judge_correctness's): the timed calls are held to these outputs, so a
+    rule left out here is one a candidate escapes by switching after its checked cases (exact fp32
+    there, TF32 dots once the timing starts). A set the reference child found equal to its case's
+    expected outputs (None), and the candidate child found equal to its own outputs for that case
+    (None), is the case's check again: nothing left to compare."""
     timing_sets = reference.timing_sets or []
     if len(result["timing_outputs"]) != len(timing_sets):
-        return (f"{len(result['timing_outputs'])} untimed output sets came back for {len(timing_sets)} "
-                "timing sets")
+        return Comparison(False, f"{len(result['timing_outputs'])} untimed output sets came back for "
+                          f"{len(timing_sets)} timing sets")
+    meta = eager_precision(task.meta, reference.eager_tf32)
+    refuse_tf32 = refuse_tf32_beyond_eager(task, tf32_follows_eager)
+    total = Comparison(True)
     sets = zip(timing_sets, reference.timing_expected, result["timing_outputs"], strict=True)
     for k, (i, ref, out) in enumerate(sets):
         if ref is None and out is None:
             continue
         ref = reference.expected[i]["outputs"] if ref is None else ref
         out = result["cases"][i]["outputs"] if out is None else out
-        meta = eager_precision(task.meta, reference.eager_tf32)
-        # eager's error and the float64 floor on the same inputs (under the case's own weights: the
-        # closest measured)
+        # eager's error, whether it was measured, and the float64 floor on the same inputs (under the
+        # case's own weights: the closest measured; same shapes, so cuDNN's choice of TF32 or fp32)
         measured = reference.expected[i]
         check = compare_outputs(ref, out, meta, f"timing input set {k}", measured.get("eager_errors"),
-                                measured.get("reference_errors"))
+                                measured.get("reference_errors"), bool(measured.get("eager_measured")),
+                                refuse_tf32)
+        total.flags += [f for f in check.flags if f not in total.flags]
         if not check.ok:
-            return check.message
-    return ""
+            return check
+    return total
+
+
+def timed_tolerances(task: Task, reference: Reference, tf32_follows_eager: bool = True) -> list[list[tuple]]:
+    """Per timing set, per output, the (atol, rtol) a timed call's output is held to against the
+    untimed one where the candidate's repeats differ (timing.py): what timing_outputs_check holds
+    the untimed output to against the reference (correctness.held_tolerance), so the two checks
+    together bound the timed outputs as the cases are bounded."""
+    meta = eager_precision(task.meta, reference.eager_tf32)
+    refuse_tf32 = refuse_tf32_beyond_eager(task, tf32_follows_eager)
+    tolerances = []
+    for i in reference.timing_sets or []:
+        expected = reference.expected[i]
+        n = len(expected["outputs"])
+        eager = expected.get("eager_errors") or [0.0] * n
+        floors = expected.get("reference_errors") or [0.0] * n
+        held = [held_tolerance(ref.dtype, meta, eager[j], floors[j], bool(expected.get("eager_measured")),
+                               refuse_tf32) for j, ref in enumerate(expected["outputs"])]
+        tolerances.append([(t.atol, t.rtol) for t in held])
+    return tolerances
+
+
+def add_flags(flags: list[str], more: list[str]) -> None:
+    """`more`'s flags whose kind (the name before the colon) `flags` lacks: the timing sets' check
+    repeats the cases' flags, some with other numbers (tf32_beyond_eager with the knob off)."""
+    kinds = {f.split(":", 1)[0] for f in flags}
+    flags += [f for f in more if f.split(":", 1)[0] not in kinds]
 
 
 def timing_problems(mine: dict[str, Any], timing: dict[str, Any]) -> str:

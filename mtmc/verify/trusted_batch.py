@@ -46,7 +46,6 @@ from mtmc.verify.case_io import (
     run_forward,
     sized,
     timing_sets,
-    to_device,
 )
 from mtmc.verify.correctness import Comparison, compare_case, eager_precision
 from mtmc.verify.judging import case_label
@@ -171,7 +170,9 @@ def _time(module: Any, data: dict[str, Any], timing: dict[str, Any], timing_lock
         phases["wait"] = round(held - asked, 4)  # for the timing GPU's lock (shared mode)
         sets = timing_sets(data, "cuda")
         call = _forward_of(candidate_model(module, data["cases"][data["timing"]["case"]], "cuda"))
-        own = [[o.clone() for o in call(to_device(s, "cuda"))] for s in sets]
+        # each on its own copy: a program that writes into its inputs (refused for it) must not
+        # change a set that stays on the device, the batch's later programs' cases and timing inputs
+        own = [[o.clone() for o in call(fresh_copy(s, "cuda"))] for s in sets]
         torch.cuda.synchronize()
         measured = time_calls({"candidate": call}, sets, {"candidate": own}, False, TimingOptions(**timing))
         # This process lives on for the batch's next program: hand its blocks on the timing GPU back

@@ -31,6 +31,7 @@ TESTS = ["tests/verify/test_static.py", "tests/verify/test_correctness.py",
          "tests/verify/test_tensor_compare.py", "tests/verify/test_protocol.py",
          "tests/verify/test_proof.py", "tests/verify/test_child.py", "tests/verify/test_case_io.py",
          "tests/verify/test_verifier.py", "tests/verify/test_tf32_follows_eager.py",
+         "tests/verify/test_timed_match.py",
          "tests/verify/test_corpus.py", "tests/verify/test_forkserver.py", "tests/verify/test_sandbox.py"]
 STATIC, CORRECTNESS = "mtmc/verify/static.py", "mtmc/verify/correctness.py"
 VERIFIER, PROOF = "mtmc/verify/verifier.py", "mtmc/verify/proof.py"
@@ -43,6 +44,7 @@ STATIC_RULES = "mtmc/verify/static_rules.py"
 CASE_IO = "mtmc/verify/case_io.py"
 TRUSTED = "mtmc/verify/trusted.py"
 TENSOR_COMPARE = "mtmc/verify/tensor_compare.py"
+TIMING = "mtmc/verify/timing.py"
 STATIC_FILES = [STATIC, LAUNCH]
 MIRROR = {STATIC: "tests/verify/test_static.py", LAUNCH: "tests/verify/test_static.py",
           CORRECTNESS: "tests/verify/test_correctness.py",
@@ -56,7 +58,7 @@ MIRROR = {STATIC: "tests/verify/test_static.py", LAUNCH: "tests/verify/test_stat
           SPARE: ["tests/verify/test_forkserver.py", "tests/verify/test_sandbox.py"],
           KEPT_STATE: "tests/verify/test_child.py", STATIC_RULES: "tests/verify/test_static.py",
           CASE_IO: ["tests/verify/test_case_io.py", "tests/verify/test_child.py"],
-          TRUSTED: "tests/verify/test_verifier.py"}
+          TRUSTED: "tests/verify/test_verifier.py", TIMING: "tests/verify/test_timed_match.py"}
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,25 @@ MANUAL = [
      "    if not refuse:\n", "    if True:\n"),
     ("judge: tf32_follows_eager ignored", JUDGING,
      'return tf32_follows_eager and "tf32" not in task.precisions', "return False"),
+    ("judge: timing sets compared without eager's measurement", JUDGING,
+     'measured.get("reference_errors"), bool(measured.get("eager_measured")),',
+     'measured.get("reference_errors"), False,'),
+    ("compare: second run without the TF32 rule", CORRECTNESS,
+     "reference_errors,\n                            eager_measured, tf32_follows_eager)",
+     "reference_errors,\n                            False, False)"),
+    ("timing: differing repeats' timed outputs at 1e-2 of the largest value", TIMING,
+     "    if tol is not None and out.is_floating_point():\n", "    if False:\n"),
+    ("timing: held match without its normalized error", TIMING,
+     "return diff_sq ** 0.5 <= max(atol, rtol) * max(exp_sq ** 0.5, 1e-30)", "return True"),
+    ("judge: timed calls held to the TF32 allowance eager's measurement refuses", CORRECTNESS,
+     "    if eager_measured and tf32_follows_eager and _tf32_unbacked(dtype, meta, eager_err):",
+     "    if False:"),
+    ("engine: no tolerances sent with the candidate", ENGINE,
+     '"timed_tolerances": timed_tolerances(task, reference, self.settings.tf32_follows_eager)}',
+     '"timed_tolerances": None}'),
+    ("child: untimed calls on the timing sets themselves", CHILD,
+     "return [[o.clone() for o in call(fresh_copy(s, device))] for s in sets]",
+     "return [[o.clone() for o in call(s)] for s in sets]"),
     ("compare: shape", CORRECTNESS, "if out.shape != ref.shape:", "if False:"),
     ("compare: dtype", CORRECTNESS, "if out.dtype != ref.dtype:", "if False:"),
     ("compare: integer outputs", CORRECTNESS, "wrong = int((out != ref).sum())", "wrong = 0"),

@@ -165,12 +165,42 @@ def test_the_timing_sets_go_to_the_device_only_if_all_of_them_fit_its_share(monk
     """The timing loop copies a set into its buffers before each call, so sets that do not fit the
     device's share wait on the host (the meta device stands in for a GPU here)."""
     sets = [[torch.randn(5, 7), 2], [torch.randn(5, 7), 2]]
-    data = {"cases": [{"inputs": s} for s in sets], "timing": {"sets": [0, 1]}}
+    data = {"cases": [{"inputs": s, "out_meta": [[[5], "torch.float32"]]} for s in sets],
+            "timing": {"sets": [0, 1]}}
+    monkeypatch.setattr(case_io, "free_bytes", lambda device: 2**40)  # room for a lone set: not for two
     monkeypatch.setattr(case_io, "resident_budget", lambda device: 2 * 5 * 7 * 4)
     assert [t.device.type for t, _ in case_io.timing_sets(data, "meta")] == ["meta", "meta"]
     monkeypatch.setattr(case_io, "resident_budget", lambda device: 2 * 5 * 7 * 4 - 1)
     kept = case_io.timing_sets(data, "meta")
     assert [t.device.type for t, _ in kept] == ["cpu", "cpu"] and kept[0][0] is sets[0][0]
+
+
+def test_a_lone_timing_set_past_the_share_stays_on_the_device_if_it_fits_beside_the_timing(monkeypatch):
+    """The large-case plan's one timing set (45_Average_Pooling_2D: 16 GiB of inputs, 0.13 GiB of
+    outputs) crosses once and is restored on the device, where it and the timing's working copy, with
+    3x the outputs, take at most half the memory free to the job (case_io.TIMING_FREE_SHARE)."""
+    gib = 2**30
+    monkeypatch.setattr(case_io, "jobs_per_gpu", lambda: 1)
+    assert case_io.one_timing_set_fits([16 * gib], gib // 8, 78 * gib)  # an H100 after the cases
+    assert not case_io.one_timing_set_fits([16 * gib], gib // 8, 64 * gib)  # 32.4 GiB past half of 64
+    assert case_io.one_timing_set_fits([10 * gib], 3 * gib, 2 * (20 + 9) * gib)  # the outputs count 3x
+    assert not case_io.one_timing_set_fits([10 * gib], 3 * gib, 2 * (20 + 9) * gib - 1)
+    assert not case_io.one_timing_set_fits([9 * gib] * 3, 0, 10**15)  # several sets stay parked (76_)
+    monkeypatch.setattr(case_io, "jobs_per_gpu", lambda: 2)  # shared mode: the job's part of the GPU
+    assert not case_io.one_timing_set_fits([16 * gib], gib // 8, 78 * gib)
+    # in timing_sets: a set past the resident share, moved to the device only with the room
+    data = {"cases": [{"inputs": [torch.randn(5, 7), 2], "out_meta": [[[5], "torch.float32"]]}],
+            "timing": {"sets": [0]}}
+    monkeypatch.setattr(case_io, "jobs_per_gpu", lambda: 1)
+    monkeypatch.setattr(case_io, "resident_budget", lambda device: 0)
+    monkeypatch.setattr(case_io, "free_bytes", lambda device: 2 * (2 * 5 * 7 * 4 + 3 * 5 * 4))
+    assert [t.device.type for t, _ in case_io.timing_sets(data, "meta")] == ["meta"]
+    monkeypatch.setattr(case_io, "free_bytes", lambda device: 2 * (2 * 5 * 7 * 4 + 3 * 5 * 4) - 1)
+    assert [t.device.type for t, _ in case_io.timing_sets(data, "meta")] == ["cpu"]
+
+
+def test_off_a_gpu_no_memory_is_free_for_a_timing_set():
+    assert case_io.free_bytes("cpu") == 0 and case_io.free_bytes("meta") == 0
 
 
 def test_the_resident_share_is_the_workers_setting_else_the_default(monkeypatch):

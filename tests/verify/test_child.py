@@ -8,7 +8,7 @@ import torch
 from mtmc.tasks import Task
 from mtmc.verify.case_io import default_backend_flags as _default_backend_flags
 from mtmc.verify.case_io import run_forward as _forward
-from mtmc.verify.child import _host_copy, _state_changes, _state_pair, reference
+from mtmc.verify.child import _host_copy, _state_changes, _state_pair, reference, untimed_outputs
 from mtmc.verify.correctness import REFERENCE_NOISE_FLAG, compare_case, tolerance_for
 
 
@@ -26,6 +26,20 @@ def test_host_copy_of_a_gpu_tensor_is_one_cpu_copy():
     copy = _host_copy(out)
     out.add_(100)
     assert copy.device.type == "cpu" and torch.equal(copy, torch.arange(7.0))
+
+
+def test_the_untimed_calls_never_hold_the_timing_sets_the_timed_buffers_are_restored_from():
+    sets = [[torch.arange(6.0), 3], [torch.ones(6), 3]]
+    pristine = [s[0].clone() for s in sets]
+
+    def stash(inputs):  # computes its answer, then leaves it in its input for the timed calls to copy
+        out = inputs[0] * inputs[1]
+        inputs[0].copy_(out)
+        return [out]
+
+    own = untimed_outputs(stash, sets, "cpu")
+    assert all(torch.equal(s[0], p) for s, p in zip(sets, pristine, strict=True))
+    assert torch.equal(own[0][0], pristine[0] * 3) and torch.equal(own[1][0], pristine[1] * 3)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -15,8 +15,8 @@ import torch
 from mtmc.program import Program
 from mtmc.tasks import Task
 from mtmc.verify import batch
-from mtmc.verify.engine import Settings
-from mtmc.verify.judging import Reference, judge_correctness, refuse_tf32_beyond_eager
+from mtmc.verify.engine import Engine, Settings
+from mtmc.verify.judging import Reference, judge_correctness, refuse_tf32_beyond_eager, timing_outputs_check
 from mtmc.verify.static_report import StaticReport
 from mtmc.verify.verdict import TF32_BEYOND_EAGER, Status, Verdict
 from mtmc.verify.verifier import InterpreterVerifier, LocalVerifier
@@ -101,3 +101,60 @@ def test_a_trusted_batch_applies_the_same_rule_and_keeps_the_reason():
     report = {"status": "incorrect", "message": "refused", "reason": TF32_BEYOND_EAGER}
     verdict = batch._verdict(engine, conv_task(), reference, report, {})
     assert verdict.status == Status.INCORRECT and verdict.reason == TF32_BEYOND_EAGER
+
+
+def tf32_like(ref: torch.Tensor) -> torch.Tensor:
+    """An output with TF32's error (normalized ~1e-3: above fp32's 1e-4, within TF32's 2e-3)."""
+    noise = torch.randn(ref.shape, generator=torch.Generator().manual_seed(1)).sign()
+    return ref + 1e-3 * ref.abs() * noise
+
+
+def switched(follows: bool) -> tuple[Verdict, dict]:
+    """A candidate exact in its checked case and TF32 on the timing set (it tells the calls apart by
+    count): the engine's GPU judging of its report, the timed calls agreeing with their untimed outputs."""
+    ref = torch.randn(4000)
+    reference, result = reference_and_result(ref.clone(), ref)
+    reference.timing_sets, reference.timing_expected = [0], [None]
+    result["timing_outputs"] = [[tf32_like(ref)]]
+    result["share"] = {"share": 1.0}
+    mine = {"mismatches": 0, "reused_storage": 0, "reported_ms": 1.0, "median_ms": 1.0}
+    result["timing"] = {"timings": {"candidate": mine}, "threads_started": 0, "events_ms": 1.0,
+                        "wall_ms": 2.0}
+    verdict = judged(conv_task(), ref.clone(), ref, follows)
+    assert verdict.ok  # the checked case alone passes
+    engine = SimpleNamespace(settings=Settings(tf32_follows_eager=follows), judge_speed=lambda *args: None)
+    Engine._judge_gpu(engine, conv_task(), reference, result, verdict)
+    return verdict, result
+
+
+def test_a_switch_to_tf32_on_the_timing_sets_is_refused_as_in_the_cases():
+    refused, _ = switched(True)
+    assert refused.status == Status.INCORRECT and refused.reason == TF32_BEYOND_EAGER
+    assert "timing input set 0" in refused.message and refused.candidate_ms is None
+    flagged, _ = switched(False)
+    assert flagged.ok and flagged.candidate_ms == 1.0
+    assert any(f.startswith("tf32_beyond_eager") for f in flagged.flags)
+
+
+def test_the_timing_sets_check_takes_the_knob_and_the_tasks_own_allowance():
+    ref = torch.randn(4000)
+    reference, result = reference_and_result(ref.clone(), ref)
+    reference.timing_sets, reference.timing_expected = [0], [None]
+    result["timing_outputs"] = [[tf32_like(ref)]]
+    assert timing_outputs_check(conv_task(), reference, result).reason == TF32_BEYOND_EAGER  # on by default
+    assert timing_outputs_check(conv_task(), reference, result, False).ok
+    assert timing_outputs_check(conv_task('MTMC = {"precision": ["tf32"]}'), reference, result, True).ok
+    reference.expected[0]["eager_measured"] = False  # eager's error not measured (a CPU): the allowance
+    assert timing_outputs_check(conv_task(), reference, result, True).ok
+
+
+def test_a_second_run_with_atomics_is_held_to_the_same_rule():
+    ref = torch.randn(4000)
+    reference, result = reference_and_result(ref.clone(), ref)
+    result["cases"][0].update(deterministic=False, second_outputs=[tf32_like(ref)])
+    verdict = judge_correctness(conv_task(), StaticReport(uses_atomics=True), reference, result,
+                                Verdict(Status.OK), "cuda", True)
+    assert verdict.reason == TF32_BEYOND_EAGER and "second run" in verdict.message
+    off = judge_correctness(conv_task(), StaticReport(uses_atomics=True), reference, result,
+                            Verdict(Status.OK), "cuda", False)
+    assert off.ok and "nondeterministic: atomics reorder float additions" in off.flags
