@@ -8,7 +8,7 @@ the template coder, fuses every epilogue, then for each variant overrides the co
 the program's implicit-GEMM conv kernels (a variant is `name:key=value,...`; keys are config keys:
 k_loop, precision, BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages, epilogue_t (either conv's, the
 direct form's too), the runs loop's runs_static, the FMA loop's fma_static, the epilogue's split_rows,
-a transposed conv's phases, live_taps and grouped_programs (0 is off, 1 on);
+a transposed conv's phases, live_taps, grouped_programs and transpose_static (0 is off, 1 on);
 --transpose-menu: TRANSPOSE_VARIANTS), checks the result against eager PyTorch with TF32 off (max abs
 error; the same for eager with cuDNN TF32 on, for scale) and times it with triton.testing.do_bench
 (median) against eager with cuDNN TF32 on (PyTorch's default) and off, and torch.compile (default

@@ -41,7 +41,7 @@ the forward conv's does: the launcher makes BLOCK_N hold every channel (emit/cha
 
 from __future__ import annotations
 
-from coders.template.emit import channel_reduce, conv, conv_fma, conv_transpose_loop
+from coders.template.emit import channel_reduce, conv, conv_fma, conv_transpose_loop, conv_transpose_static
 from coders.template.emit.common import Axis, Writer, check_operands, ptr, tile_epilogue, var
 from coders.template.emit.conv_transpose_loop import input_values, row_major, split
 from coders.template.emit.launch import Launcher, autotune_configs, kernel_header, output_alloc, wrap_call
@@ -109,6 +109,12 @@ def live_taps(kernel: Kernel) -> bool:
     return phases(kernel) and bool(kernel.config.get("live_taps", True))
 
 
+def static(kernel: Kernel) -> bool:
+    """Config "transpose_static" (a probe variant, off in the port: untimed): the live-tap loop's group
+    channels and geometry as constexprs (emit/conv_transpose_static.py); other loops ignore it."""
+    return live_taps(kernel) and conv_transpose_static.requested(kernel)
+
+
 def transposed_epilogue(kernel: Kernel) -> bool:
     """Config "epilogue_t" (a probe variant, off in the port): the epilogue runs on the tile
     transposed, [BLOCK_N, BLOCK_M], so the store's lanes walk output pixels, which NC* keeps
@@ -138,6 +144,8 @@ def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
         geometry += _per_dim(("tst", "tinv"), d)  # the live taps' step and an inverse (its module)
     params = [ptr(x), ptr(wt)] + _operand_params(kernel) + [ptr(o.value) for o in kernel.outputs] + \
         sizes + geometry
+    if static(kernel):
+        params = conv_transpose_static.constexpr_params(params, d)
     kernel_header(w, kernel, name, params, ["BLOCK_M", "BLOCK_N", "BLOCK_K", *conv_fma.constexprs(kernel)],
                   key=TUNE_KEY)
     w.indent()
@@ -165,7 +173,9 @@ def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
     w("w_group = pid_g.to(tl.int64) * n_taps * cin_g * cout_g")
     w("w_cols = w_group + offs_n * n_taps * cin_g")
     w("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)")
-    if live_taps(kernel):
+    if static(kernel):
+        conv_transpose_static.live_tap_loop(w, kernel, d)
+    elif live_taps(kernel):
         conv_transpose_loop.live_tap_loop(w, kernel, d)
     else:
         conv_transpose_loop.tap_loop(w, kernel, d, phases(kernel))

@@ -3,7 +3,7 @@
 The stride-phase form's program computes output pixels o = r + stride * q of one phase r, for which
 a tap t is live (reaches whole input pixels) or dead as a whole: live where t * dil = r + pad modulo
 the stride. The default loop (config "live_taps") walks the phase's live taps only, with no test:
-per spatial dim they are an arithmetic sequence t = tfirst + tst * u, u < nt (_live_taps), so the
+per spatial dim they are an arithmetic sequence t = tfirst + tst * u, u < nt (live_tap_counts), so the
 k-th live tap is found by div/mod like a flat tap index, and the loop is one loop over (live tap,
 channel block) pairs, as emit/conv.py's taps loop: Triton software-pipelines an innermost loop only,
 so the next block's loads are in flight while a dot runs, across taps too. A phase no tap reaches
@@ -52,7 +52,7 @@ def split(w: Writer, flat: str, sizes: list[str], names: list[str], rest: str) -
     w(f"{names[0]} = {rest}")
 
 
-def _live_taps(w: Writer, d: int) -> None:
+def live_tap_counts(w: Writer, d: int) -> None:
     """This phase's live taps per dim: those with t * dil = r + pad (mod st). With g = gcd(st, dil)
     there are none unless g divides r + pad, and then they are t = tfirst + tst * u for u < nt, with
     tst = st / g and tfirst = (r + pad) / g * tinv mod tst, tinv the inverse of dil / g mod tst (the
@@ -80,7 +80,7 @@ def _live_tap(w: Writer, d: int, live: str) -> None:
 def live_tap_loop(w: Writer, kernel: Kernel, d: int) -> None:
     """The K loop over the phase's live taps x channel blocks as one loop, as emit/conv.py's taps loop:
     Triton pipelines an innermost loop only. The FMA loop keeps its channel loop inside the taps'."""
-    _live_taps(w, d)
+    live_tap_counts(w, d)
     if conv_fma.uses_fma(kernel):
         w("for live in range(0, n_live):")
         w.indent()
@@ -179,7 +179,7 @@ def _channel_block(w: Writer, kernel: Kernel) -> None:
 
 
 def launch_args(w: Writer) -> list[str]:
-    """The launcher's lines for the live-tap loop's kernel arguments (tst<j>, tinv<j>: _live_taps);
+    """The launcher's lines for the live-tap loop's kernel arguments (tst<j>, tinv<j>: live_tap_counts);
     `_stride` and `_dilation` are the launcher's."""
     w("# the live taps' step per dim, st / gcd(st, dil), and the inverse of dil / gcd modulo it")
     w("_gcd = [math.gcd(s, d) for s, d in zip(_stride, _dilation, strict=True)]")
