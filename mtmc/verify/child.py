@@ -57,6 +57,7 @@ from mtmc.verify.case_io import (
 from mtmc.verify.census_calls import CallAudit, censused
 from mtmc.verify.kept_state import persistent_tensors
 from mtmc.verify.policy import allowed_aten
+from mtmc.verify.pristine import NO_AUDIT, CallInputs, InputCheck
 from mtmc.verify.timing import TimingOptions, time_calls
 from mtmc.verify.transport import host_copy
 from mtmc.verify.trusted_batch import tree_batch
@@ -69,11 +70,13 @@ DEVICE_KEPT_BYTES = 256 * 2**20  # first outputs up to this size stay on the dev
 # reference
 # ------------------------------------------------------------------------------------------------
 def reference(task_name: str, task_source: str, cases: list[dict[str, Any]], device: str,
-              inputs_path: str, timing_sets: list[int] | None) -> dict[str, Any]:
-    """Expected outputs of every case; the cases' seeds and input fingerprints go to `inputs_path`."""
+              inputs_path: str, timing_sets: list[int] | None, check_key: int = 0) -> dict[str, Any]:
+    """Expected outputs of every case; the cases' seeds and input fingerprints go to `inputs_path`, their
+    keyed checks (pristine.py; never into that file) to the main process."""
     precise_reference()
     task = Task(name=task_name, source=task_source)
-    saved_cases, expected, all_inputs = [], [], []
+    saved_cases, expected, all_inputs, input_checks = [], [], [], []
+    checks = InputCheck(check_key)
     eager_tf32 = seeded = False
     floor_failures: list[str] = []  # float64 forwards that failed (their floors read 0)
     clock = PhaseClock()  # summed over the cases: where a large task's reference time goes
@@ -102,6 +105,7 @@ def reference(task_name: str, task_source: str, cases: list[dict[str, Any]], dev
         saved_cases.append({**case, "init_inputs": task.init_inputs(case["sizes"]),
                             "fingerprint": fingerprint(inputs),
                             "out_meta": [[list(o.shape), str(o.dtype)] for o in outputs]})
+        input_checks.append(checks.values(inputs))
         clock.lap("fingerprint")
     timing = None
     timing_expected = None
@@ -117,7 +121,8 @@ def reference(task_name: str, task_source: str, cases: list[dict[str, Any]], dev
                inputs_path)
     clock.lap("save")
     return {"expected": expected, "timing_expected": timing_expected, "eager_tf32": eager_tf32,
-            "phases_s": clock.phases, "floor_failures": floor_failures}
+            "phases_s": clock.phases, "floor_failures": floor_failures,
+            "input_checks": input_checks}
 
 
 def _unless_same(outputs: list[torch.Tensor], case_outputs: list[torch.Tensor]) -> list[torch.Tensor] | None:
@@ -135,7 +140,8 @@ def _unless_same(outputs: list[torch.Tensor], case_outputs: list[torch.Tensor]) 
 def candidate(source: str, digest: str, inputs_path: str, device: str, library_ops: list[str],
               time_it: bool, timing: dict[str, Any], profile_share: bool,
               schedule: list[int] | None = None, timing_lock: str | None = None,
-              timed_tolerances: list[list[tuple[float, float]]] | None = None) -> dict[str, Any]:
+              timed_tolerances: list[list[tuple[float, float]]] | None = None, *,
+              check_key: int) -> dict[str, Any]:
     precise_reference()  # vendor calls a task allows run at the reference's precision
     path = Path.cwd() / f"candidate_{digest}.py"
     path.write_text(source)
@@ -144,6 +150,7 @@ def candidate(source: str, digest: str, inputs_path: str, device: str, library_o
     threads_before = threading.active_count()
     clock = PhaseClock()
     data = load_inputs(inputs_path, device)  # before the candidate's code runs
+    audit = CallInputs(check_key, data["cases"])  # what each call receives (pristine.py; S21)
     del data["task_source"]  # the reference's source stays out of the frames a candidate could read (S19)
     clock.lap("inputs")
     try:
@@ -155,7 +162,8 @@ def candidate(source: str, digest: str, inputs_path: str, device: str, library_o
     census_allowed = allowed_aten(library_ops)
     schedule = schedule or [i for i in range(len(data["cases"])) for _ in range(2)]
     try:
-        result["cases"] = _run_schedule(module, data["cases"], schedule, device, counter, census_allowed)
+        result["cases"] = _run_schedule(module, data["cases"], schedule, device, counter, census_allowed,
+                                        audit)
     except BaseException as err:
         return {**result, "error": error_kind(err), "case": getattr(err, "case", 0),
                 "message": candidate_traceback(err, path)}
@@ -164,17 +172,18 @@ def candidate(source: str, digest: str, inputs_path: str, device: str, library_o
     # dispatch stack it can read) must not get a PyTorch path into the state check or the timing.
     others = CallAudit(counter, census_allowed)
     try:
-        result["state_changes"] = _state_changes(module, data["cases"], device, others)
+        result["state_changes"] = _state_changes(module, data["cases"], device, others, audit)
     except BaseException as err:
         return {**result, "error": error_kind(err), "message": candidate_traceback(err, path)}
     result["launches"] = dict(counter.kernels)
     if device == "cuda" and (profile_share or time_it):
         try:
             _gpu_measurements(result, module, data, others, time_it, timing, profile_share, clock,
-                              timing_lock, timed_tolerances)
+                              timing_lock, timed_tolerances, audit)
         except BaseException as err:
             return {**result, "error": error_kind(err), "message": candidate_traceback(err, path)}
     result["other_calls"] = others.report()
+    result["inputs_seen"] = audit.report()
     result["tampered"] = proof.changed_identities(watched)
     result["threads_started"] = threading.active_count() - threads_before
     result["threads_spawned"] = counter.threads_spawned
@@ -183,7 +192,8 @@ def candidate(source: str, digest: str, inputs_path: str, device: str, library_o
 
 
 def _run_schedule(module: Any, cases: list[dict[str, Any]], schedule: list[int], device: str,
-                  counter: proof.LaunchCounter, allowed: frozenset[str]) -> list[dict[str, Any]]:
+                  counter: proof.LaunchCounter, allowed: frozenset[str],
+                  audit: CallInputs = NO_AUDIT) -> list[dict[str, Any]]:
     """Run the forward calls in the verifier's order (protocol.py). A case's first call gives its
     outputs; every later call of it, on the same model object, must return exactly those (the
     determinism check and the repeats). Raises with `.case` set when a call raises."""
@@ -197,12 +207,12 @@ def _run_schedule(module: Any, cases: list[dict[str, Any]], schedule: list[int],
             with sized(module, case["sizes"]):
                 if index not in models:
                     models[index] = candidate_model(module, case, device)
-                run = _call(models[index], case, device, counter, allowed)
+                run = _call(models[index], case, device, counter, allowed, audit)
         except BaseException as err:
             err.case = index
             raise
         if index not in reports:
-            reports[index] = _first_report(case, run)
+            reports[index] = _first_report(run)
             # Later calls compare with the first on the device while that is cheap; GB-sized outputs with
             # the first's host copy, so at most one output set stays on the device however calls interleave.
             firsts[index] = run["raw"] if _nbytes(run["raw"]) <= DEVICE_KEPT_BYTES else None
@@ -214,24 +224,25 @@ def _run_schedule(module: Any, cases: list[dict[str, Any]], schedule: list[int],
 
 
 def _call(model: torch.nn.Module, case: dict[str, Any], device: str, counter: proof.LaunchCounter,
-          allowed: frozenset[str]) -> dict[str, Any]:
-    """One forward call of a case under the census, with the instruments read before and after."""
-    inputs = fresh_copy(case["inputs"], device)  # made by load_inputs, kept or parked; never handed out
+          allowed: frozenset[str], audit: CallInputs = NO_AUDIT) -> dict[str, Any]:
+    """One forward call of a case under the census, with the instruments read before and after. Its
+    inputs are checked before it (were they the reference's?) and after it (did it change them? S7):
+    against the reference's values, not the pristine copy, which the candidate could change in step."""
+    inputs = audit.before(case, fresh_copy(case["inputs"], device))  # the pristine copy is never handed out
     poison(case["out_meta"], device)  # last allocations before the call: its outputs land here
     raw, seen = censused(model, inputs, counter, allowed)
     if device == "cuda":
         torch.cuda.synchronize()
+    audit.after(case, inputs)
     return {"raw": raw, "inputs": inputs, **seen}
 
 
-def _first_report(case: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
+def _first_report(run: dict[str, Any]) -> dict[str, Any]:
     report = _describe_outputs(run["raw"])
     report["launches"] = [run["launches"]]
     report["foreign_ops"] = dict(run["foreign"])
     report["host_exits"] = dict(run["host_exits"])
     report["census_broken"] = run["census_broken"]
-    report["mutated_inputs"] = [i for i, (a, b) in enumerate(zip(case["inputs"], run["inputs"], strict=True))
-                                if isinstance(a, torch.Tensor) and not same(a, b)]
     report["deterministic"], report["second_outputs"] = True, None
     return report
 
@@ -259,7 +270,8 @@ def _nbytes(raw: Any) -> int:
     return sum(o.nbytes for o in as_list(raw) if isinstance(o, torch.Tensor))
 
 
-def _state_changes(module: Any, cases: list[dict[str, Any]], device: str, forward: CallAudit) -> list[str]:
+def _state_changes(module: Any, cases: list[dict[str, Any]], device: str, forward: CallAudit,
+                   audit: CallInputs = NO_AUDIT) -> list[str]:
     """Where state that outlives a call changed when one model saw new inputs (empty: none did).
 
     One model runs on one case's inputs, then on another seed's of the same sizes. A forward is a
@@ -274,9 +286,10 @@ def _state_changes(module: Any, cases: list[dict[str, Any]], device: str, forwar
     first, second = pair
     with sized(module, first["sizes"]):
         model = candidate_model(module, first, device)
-        forward(model, fresh_copy(first["inputs"], device))
+        forward(model, audit.before(first, fresh_copy(first["inputs"], device)))
         before = {path: t.detach().clone() for path, t in persistent_tensors(model, module).items()}
-        forward(model, fresh_copy(second["inputs"], device))
+        # checked: the second seed's pristine inputs overwritten with the first's would hide any cache
+        forward(model, audit.before(second, fresh_copy(second["inputs"], device)))
         after = persistent_tensors(model, module)
     changed = sorted(set(before) ^ set(after))
     kept = set(before) & set(after)
@@ -325,12 +338,16 @@ def _compare_runs(first: Any, second: Any) -> tuple[bool, list[torch.Tensor] | N
 
 def _gpu_measurements(result: dict[str, Any], module: Any, data: dict[str, Any], forward: CallAudit,
                       time_it: bool, timing: dict[str, Any], profile_share: bool, clock: PhaseClock,
-                      timing_lock: str | None, tolerances: list[list[tuple[float, float]]] | None) -> None:
+                      timing_lock: str | None, tolerances: list[list[tuple[float, float]]] | None,
+                      audit: CallInputs) -> None:
     home_stream = torch.cuda.current_stream().cuda_stream  # the correctness runs' stream
     with timing_gpu.on_timing_device(timing_lock):  # shared mode (timing_gpu.py): the timing GPU, alone
         counter = forward.counter
         model = candidate_model(module, data["cases"][data["timing"]["case"]], "cuda")
         sets = timing_sets(data, "cuda")
+        # every input the stage hands over is checked first, each timed call's restored buffers too
+        cases = [data["cases"][i] for i in data["timing"]["sets"]]
+        checked = lambda k, inputs: audit.before(cases[k], inputs)  # noqa: E731
 
         def call(inputs: list[Any]) -> list[torch.Tensor]:
             # Under the census like a case's call: its host cost is hidden by the pre-call sleep.
@@ -340,13 +357,13 @@ def _gpu_measurements(result: dict[str, Any], module: Any, data: dict[str, Any],
         # case_io.timing_sets), made before the call (outside the profile) and gone after it: the sets
         # are what the timing loop restores its buffers from, so the candidate never holds them.
         if profile_share:
-            first = partial(call, fresh_copy(sets[0], "cuda"))  # its copy goes with it, after the profile
+            first = partial(call, checked(0, fresh_copy(sets[0], "cuda")))  # the copy goes after the profile
             result["share"] = proof.triton_share(first, set(counter.kernels))
             del first
             clock.lap("profile")
         if time_it:
             # untimed outputs, judged by the main process
-            own = untimed_outputs(call, sets, "cuda")
+            own = untimed_outputs(call, sets, "cuda", checked)
             torch.cuda.synchronize()
             result["timing_outputs"] = [_unless_same(outs, result["cases"][i]["outputs"])
                                         for outs, i in zip(own, data["timing"]["sets"], strict=True)]
@@ -356,7 +373,7 @@ def _gpu_measurements(result: dict[str, Any], module: Any, data: dict[str, Any],
             # unless exact, each timed output within what its untimed one is held to (timing.py)
             result["timing"] = time_calls({"candidate": call}, sets, {"candidate": own}, exact,
                                           TimingOptions(**timing, hide_host_overhead=not side_before),
-                                          tolerances)
+                                          tolerances, loaded=checked)
             side = counter.streams - ours
             result["timing"]["side_streams"] = sorted(side)
             result["timing"]["side_streams_late"] = bool(side) and not side_before
@@ -364,11 +381,13 @@ def _gpu_measurements(result: dict[str, Any], module: Any, data: dict[str, Any],
 
 
 def untimed_outputs(call: Callable[[list[Any]], list[torch.Tensor]], sets: list[list[Any]],
-                    device: str) -> list[list[torch.Tensor]]:
-    """The candidate's outputs on each timing set, each call on its own copy of the set. Before
-    verifier 2.7 a set that fit the GPU was handed over itself: a candidate could write into it
-    (its result, say) and every timed call, its buffers restored from the set, read that instead."""
-    return [[o.clone() for o in call(fresh_copy(s, device))] for s in sets]
+                    device: str, checked: Callable[[int, list[Any]], list[Any]] = lambda k, inputs: inputs
+                    ) -> list[list[torch.Tensor]]:
+    """The candidate's outputs on each timing set, each call on its own copy of the set (`checked`
+    before the call). Before verifier 2.7 a set that fit the GPU was handed over itself: a candidate
+    could write into it (its result, say) and every timed call, its buffers restored from the set,
+    read that instead."""
+    return [[o.clone() for o in call(checked(k, fresh_copy(s, device)))] for k, s in enumerate(sets)]
 
 
 JOBS = {"probe": probe, "reference": reference, "candidate": candidate, "baseline": baseline,

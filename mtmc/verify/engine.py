@@ -55,7 +55,7 @@ from mtmc.verify.trusted import REFERENCE_BYTES_KEPT, REFERENCES_KEPT, TrustedRu
 from mtmc.verify.verdict import Status, Verdict, VerifierError  # noqa: F401  (re-exported)
 from mtmc.verify.worker_pool import WorkerPool
 
-VERIFIER_VERSION = "2.7"  # bump whenever a change can flip a verdict: cached verdicts expire
+VERIFIER_VERSION = "2.8"  # bump whenever a change can flip a verdict: cached verdicts expire
 INTERPRETER_DEVICE = "cpu (triton interpreter)"
 # One case's inputs or outputs past this (bytes, at the task's first size) move the reference to the
 # large-case plan (trusted.TrustedRuns._large_plan): one seed there, the others at a small size. The
@@ -293,7 +293,8 @@ class Engine:
                 "device": self.device_type, "library_ops": list(task.library_ops),
                 "time_it": self.device_type == "cuda", "timing": self.settings.timing,
                 "profile_share": self.device_type == "cuda", "schedule": schedule,
-                "timed_tolerances": timed_tolerances(task, reference, self.settings.tf32_follows_eager)}
+                "timed_tolerances": timed_tolerances(task, reference, self.settings.tf32_follows_eager),
+                "check_key": reference.check_key}  # the reference's inputs' checks (pristine.py)
 
     def _probe_devices(self) -> str:
         names = set()

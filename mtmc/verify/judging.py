@@ -21,6 +21,7 @@ from mtmc.verify.correctness import (
     held_tolerance,
 )
 from mtmc.verify.policy import HOST_READ_ATEN_OPS
+from mtmc.verify.pristine import mutated_inputs, received_problem
 from mtmc.verify.static import StaticReport
 from mtmc.verify.verdict import Status, Verdict
 
@@ -39,6 +40,10 @@ class Reference:
     eager_tf32: bool = False  # the reference runs a convolution or a cuDNN RNN, which eager runs on TF32
     phases_s: dict[str, float] = field(default_factory=dict)  # where the reference job's time went
     plan: str = ""  # the large-case plan's note (trusted.py), named in every ok verdict; "": full plan
+    # each case's inputs, checked with the secret `check_key` in the reference job (pristine.py); None
+    # only for a Reference built by hand
+    input_checks: list[list[Any]] | None = None
+    check_key: int = 0
 
     @property
     def nbytes(self) -> int:
@@ -63,6 +68,10 @@ def run_problem(task: Task, reference: Reference, result: dict[str, Any]) -> str
     tampering = instrument_problem(result)
     if tampering:
         return tampering
+    if reference.input_checks is not None:  # the calls' inputs against the reference's (S21)
+        tampering = received_problem(reference.input_checks, result.get("inputs_seen"))
+        if tampering:
+            return tampering
     for case, got in zip(reference.cases, result["cases"], strict=True):
         if 0 in got["launches"]:
             kernels = ", ".join(launches) or "none"
@@ -113,8 +122,10 @@ def judge_correctness(task: Task, report: StaticReport, reference: Reference, re
     refuse_tf32 = refuse_tf32_beyond_eager(task, tf32_follows_eager)
     worst = Comparison(True)
     flags: list[str] = []
-    for case, expected, got in zip(reference.cases, reference.expected, result["cases"], strict=True):
+    for index, (case, expected, got) in enumerate(zip(reference.cases, reference.expected, result["cases"],
+                                                      strict=True)):
         label = case_label(case)
+        got = _with_mutations(reference, result, index, got)
         checks = [compare_case(expected, got, meta, device_type, label, refuse_tf32)]
         if checks[0].ok:
             checks.append(compare_runs(got["outputs"], got["second_outputs"], got["deterministic"],
@@ -164,6 +175,17 @@ def violations(report: StaticReport) -> str:
 def reject(verdict: Verdict, message: str) -> Verdict:
     verdict.status, verdict.message = Status.REJECTED, message
     return verdict
+
+
+def _with_mutations(reference: Reference, result: dict[str, Any], index: int,
+                    got: dict[str, Any]) -> dict[str, Any]:
+    """Case `index`'s report with the inputs its calls left changed (S7), judged here: their checks after
+    each call against the reference's. (The child compared them with its pristine copy until verifier
+    2.8: a candidate that changed that copy in step with its own hid the mutation.)"""
+    if reference.input_checks is None:
+        return got  # a Reference built by hand (tests): the report says
+    returned = ((result.get("inputs_seen") or {}).get("returned") or {}).get(index, [])
+    return {**got, "mutated_inputs": mutated_inputs(reference.input_checks[index], returned)}
 
 
 def instrument_problem(result: dict[str, Any]) -> str:

@@ -100,6 +100,14 @@ FORBIDDEN_TORCH = {
     "torch.export": "no tracing", "torch.overrides": "no dispatch overrides", "torch.func": "no transforms",
     "torch.testing": "the grader's tools are off limits", "torch.package": "no packaging",
 }
+# The caching allocator's map and raw blocks: memory_snapshot() lists the address and size of every block,
+# the verifier's own copies of the inputs among them (S21: what a kernel writing outside its buffers needs
+# to find them); refused in __init__ too, where other calls are free.
+TORCH_ALLOCATOR = "the caching allocator's map and raw blocks belong to the harness (S21)"
+FORBIDDEN_TORCH |= {f"torch.cuda.{name}": TORCH_ALLOCATOR for name in (
+    "memory", "memory_snapshot", "memory_stats", "memory_stats_as_dict", "memory_summary",
+    "caching_allocator_alloc", "caching_allocator_delete", "MemPool", "use_mem_pool",
+    "change_current_allocator")}
 
 # Triton: kernels and their launch helpers only; the runtime, compiler, knobs, testing and
 # profiler modules are where the launch hooks and timers live.

@@ -109,12 +109,15 @@ def l2_flush_buffer(device: torch.device) -> torch.Tensor:
 
 def time_calls(calls: dict[str, Call], input_sets: list[list[torch.Tensor]],
                expected: dict[str, list[list[torch.Tensor]]], exact: bool,
-               options: TimingOptions, tolerances: Tolerances | None = None) -> dict[str, Any]:
+               options: TimingOptions, tolerances: Tolerances | None = None,
+               loaded: Callable[[int, list[torch.Tensor]], Any] | None = None) -> dict[str, Any]:
     """Time each callable on rotating input sets; see the module docstring for the protocol.
 
     `expected[name][k]` is the callable's own untimed output on set k (checked after each timed
     call; names missing from `expected` are not checked). Unless `exact`, the check allows
-    `tolerances[k][j]` (atol, rtol) on output j of set k, else LOOSE_MATCH. Returns per-name Timing
+    `tolerances[k][j]` (atol, rtol) on output j of set k, else LOOSE_MATCH. `loaded(k, buffers)` sees
+    the buffers once set k is loaded into them, before each timed call (the candidate job checks they
+    hold the reference's inputs: the sets live in its process, pristine.py). Returns per-name Timing
     dicts plus `events_ms` (sum of all event times), `wall_ms` (host time of the timed loop) and
     `threads_started`.
     """
@@ -139,6 +142,8 @@ def time_calls(calls: dict[str, Call], input_sets: list[list[torch.Tensor]],
         k = rep % len(input_sets)
         for name, call in calls.items():
             load(k)
+            if loaded is not None:
+                loaded(k, buffers)
             outputs, (slept, start, end, synced, idle), enqueue_ms = _timed_call(
                 call, buffers, flush, sleep_cycles[name])
             _check_output(results[name], outputs, expected.get(name), alive[name], k,

@@ -19,6 +19,7 @@ from mtmc.tasks import Task
 from mtmc.verify import overlap
 from mtmc.verify.integrity import Seal
 from mtmc.verify.judging import Reference
+from mtmc.verify.pristine import new_key
 from mtmc.verify.protocol import case_bytes, derived_size, small_size
 from mtmc.verify.verdict import VerifierError
 from mtmc.verify.worker_pool import WorkerPool
@@ -135,7 +136,8 @@ class TrustedRuns:
         folder = self.pool.data_dir(f"reference-{key[:16]}")
         inputs_path = str(folder / "inputs.pt")
         args = {"task_name": task.name, "task_source": task.source, "cases": cases,
-                "device": self.device_type, "inputs_path": inputs_path, "timing_sets": timing_sets}
+                "device": self.device_type, "inputs_path": inputs_path, "timing_sets": timing_sets,
+                "check_key": new_key()}  # the inputs' checksum key (pristine.py): this process's secret
         made = self._overlapped(task, key, args) if overlapped else None
         if made is not None:
             return made
@@ -214,4 +216,5 @@ def _reference(args: dict[str, Any], result: dict[str, Any]) -> Reference:
     """The Reference a reference job with `args` made."""
     return Reference(args["cases"], result["expected"], result["timing_expected"], args["inputs_path"],
                      args["timing_sets"], eager_tf32=result["eager_tf32"],
-                     phases_s=result.get("phases_s") or {})
+                     phases_s=result.get("phases_s") or {}, input_checks=result["input_checks"],
+                     check_key=args["check_key"])

@@ -31,7 +31,7 @@ TESTS = ["tests/verify/test_static.py", "tests/verify/test_correctness.py",
          "tests/verify/test_tensor_compare.py", "tests/verify/test_protocol.py",
          "tests/verify/test_proof.py", "tests/verify/test_child.py", "tests/verify/test_case_io.py",
          "tests/verify/test_verifier.py", "tests/verify/test_tf32_follows_eager.py",
-         "tests/verify/test_timed_match.py",
+         "tests/verify/test_timed_match.py", "tests/verify/test_pristine.py",
          "tests/verify/test_corpus.py", "tests/verify/test_forkserver.py", "tests/verify/test_sandbox.py"]
 STATIC, CORRECTNESS = "mtmc/verify/static.py", "mtmc/verify/correctness.py"
 VERIFIER, PROOF = "mtmc/verify/verifier.py", "mtmc/verify/proof.py"
@@ -45,6 +45,7 @@ CASE_IO = "mtmc/verify/case_io.py"
 TRUSTED = "mtmc/verify/trusted.py"
 TENSOR_COMPARE = "mtmc/verify/tensor_compare.py"
 TIMING = "mtmc/verify/timing.py"
+PRISTINE = "mtmc/verify/pristine.py"
 STATIC_FILES = [STATIC, LAUNCH]
 MIRROR = {STATIC: "tests/verify/test_static.py", LAUNCH: "tests/verify/test_static.py",
           CORRECTNESS: "tests/verify/test_correctness.py",
@@ -58,7 +59,8 @@ MIRROR = {STATIC: "tests/verify/test_static.py", LAUNCH: "tests/verify/test_stat
           SPARE: ["tests/verify/test_forkserver.py", "tests/verify/test_sandbox.py"],
           KEPT_STATE: "tests/verify/test_child.py", STATIC_RULES: "tests/verify/test_static.py",
           CASE_IO: ["tests/verify/test_case_io.py", "tests/verify/test_child.py"],
-          TRUSTED: "tests/verify/test_verifier.py", TIMING: "tests/verify/test_timed_match.py"}
+          TRUSTED: "tests/verify/test_verifier.py", TIMING: "tests/verify/test_timed_match.py",
+          PRISTINE: "tests/verify/test_pristine.py"}
 
 
 @dataclass(frozen=True)
@@ -132,11 +134,25 @@ MANUAL = [
      "    if eager_measured and tf32_follows_eager and _tf32_unbacked(dtype, meta, eager_err):",
      "    if False:"),
     ("engine: no tolerances sent with the candidate", ENGINE,
-     '"timed_tolerances": timed_tolerances(task, reference, self.settings.tf32_follows_eager)}',
-     '"timed_tolerances": None}'),
+     '"timed_tolerances": timed_tolerances(task, reference, self.settings.tf32_follows_eager),',
+     '"timed_tolerances": None,'),
     ("child: untimed calls on the timing sets themselves", CHILD,
-     "return [[o.clone() for o in call(fresh_copy(s, device))] for s in sets]",
-     "return [[o.clone() for o in call(s)] for s in sets]"),
+     "return [[o.clone() for o in call(checked(k, fresh_copy(s, device)))] for k, s in enumerate(sets)]",
+     "return [[o.clone() for o in call(checked(k, s))] for k, s in enumerate(sets)]"),
+    ("child: a call's inputs not checked before it (S21)", CHILD,
+     'inputs = audit.before(case, fresh_copy(case["inputs"], device))',
+     'inputs = fresh_copy(case["inputs"], device)'),
+    ("child: the state check's second seed not checked (S21)", CHILD,
+     'forward(model, audit.before(second, fresh_copy(second["inputs"], device)))',
+     'forward(model, fresh_copy(second["inputs"], device))'),
+    ("judge: the inputs calls received not held to the reference's (S21)", JUDGING,
+     "if reference.input_checks is not None:  # the calls' inputs", "if False:  # the calls' inputs"),
+    ("judge: inputs a call changed, by the pristine copy's say (S7)", JUDGING,
+     'return {**got, "mutated_inputs": mutated_inputs(reference.input_checks[index], returned)}',
+     'return {**got, "mutated_inputs": []}'),
+    ("pristine: unkeyed weights (a plain sum)", PRISTINE,
+     "self._weights = torch.randint(0, 2**16, (2, WORDS), generator=generator, dtype=torch.int32)",
+     "self._weights = torch.ones((2, WORDS), dtype=torch.int32)"),
     ("compare: shape", CORRECTNESS, "if out.shape != ref.shape:", "if False:"),
     ("compare: dtype", CORRECTNESS, "if out.dtype != ref.dtype:", "if False:"),
     ("compare: integer outputs", CORRECTNESS, "wrong = int((out != ref).sum())", "wrong = 0"),

@@ -126,6 +126,16 @@ def test_refused_in_forward(snippet, rule, fragment):
         [f"{v.rule}: {v}" for v in report.violations]
 
 
+@pytest.mark.parametrize("call", ["torch.cuda.memory_snapshot()", "torch.cuda.memory.memory_snapshot()",
+                                  "torch.cuda.caching_allocator_alloc(1 << 20)"])
+def test_the_allocators_map_is_refused_even_in_init(call):
+    """__init__ may call torch freely (it builds weights), but not the allocator's map: it lists where
+    the verifier's own copies of the inputs live (S21)."""
+    report = check(model("return x", f"self.blocks = {call}"))
+    assert any(v.rule == "torch" and "caching allocator" in v.message for v in report.violations), \
+        [f"{v.rule}: {v}" for v in report.violations]
+
+
 @pytest.mark.parametrize("module", ["os", "sys", "inspect", "gc", "ctypes", "threading", "subprocess",
                                     "multiprocessing", "concurrent.futures", "asyncio", "socket", "importlib",
                                     "builtins", "time", "numpy", "torch.cuda", "torch.utils.cpp_extension",
