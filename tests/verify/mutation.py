@@ -331,7 +331,8 @@ def main() -> None:
             shutil.rmtree(scratch, ignore_errors=True)
             shutil.copytree(ROOT / "mtmc", scratch / "mtmc")
             shutil.copytree(ROOT / "tests", scratch / "tests")
-            shutil.copytree(ROOT / "benchmarks" / "results", scratch / "benchmarks" / "results")
+            if (ROOT / "benchmarks" / "results").is_dir():  # archived out of the tree (BENCHMARKS.md)
+                shutil.copytree(ROOT / "benchmarks" / "results", scratch / "benchmarks" / "results")
             for name in ("pyproject.toml", "README.md"):
                 if (ROOT / name).exists():
                     shutil.copy(ROOT / name, scratch / name)
