@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+import torch
 
 from coders.template import TemplateCoder
 from coders.template.emit.module import generate
@@ -17,7 +18,7 @@ from mtmc.protocols import CoderError
 from mtmc.strategies import PORT, Strategy
 from mtmc.tasks import Task, load_task
 from mtmc.verify import InterpreterVerifier
-from tests.coders.test_template import check, task_from_source
+from tests.coders.test_template import check, import_program, task_from_source
 
 TASKS = Path(__file__).parent / "tasks" / "seq"
 coder = TemplateCoder()
@@ -170,14 +171,14 @@ def test_buffers_sliced_by_traced_sizes_and_device_checks_trace(name, tmp_path):
     check(task, program, tmp_path)
 
 
-DATA_BRANCH_TASK = '''
+SIZE_BRANCH_TASK = '''
 import torch
 import torch.nn as nn
 
 
 class Model(nn.Module):
     def forward(self, x):
-        if x.shape[0] > 2:  # a branch on a traced size: the program would hold one side only
+        if x.shape[0] > 2:  # a branch on a traced size: the program holds one side only
             return x * 2
         return x
 
@@ -191,10 +192,17 @@ def get_init_inputs():
 '''
 
 
-def test_other_control_flow_on_traced_values_is_still_refused(tmp_path):
-    task = task_from_source(tmp_path, "data_branch", DATA_BRANCH_TASK)
-    with pytest.raises(CoderError, match="tracing the reference failed"):
-        coder.apply(task, None, PORT)
+def test_a_branch_on_a_traced_size_is_taken_and_pinned(tmp_path):
+    """The trace answers the branch at the task's size (its only one) and pins that size: the program
+    checks it on entry, so at another size it refuses rather than take the branch the trace took
+    (trace/concrete.py; tests/coders/test_template_control.py has the rest)."""
+    task = task_from_source(tmp_path, "size_branch", SIZE_BRANCH_TASK)
+    program = coder.apply(task, None, PORT)
+    assert ProgramIR.from_dict(program.metadata["template_ir"]).pins == [["x", 0, 4]]
+    check(task, program, tmp_path)
+    model = import_program(program.source, tmp_path, "other").ModelNew()
+    with pytest.raises(ValueError, match=r"traced at x\.shape\[0\] == 4"):
+        model(torch.rand(2, 5))
 
 
 # --------------------------------------------------------------------------------------------------

@@ -91,6 +91,7 @@ def generate(task: Task, ir: ProgramIR) -> str:
     defaults = _forward_defaults(task)
     w(f"def forward(self, {', '.join(a + defaults.get(a, '') for a in ir.args)}):")
     w.indent()
+    _emit_pins(w, ir)
     for step in ir.steps:
         if isinstance(step, PyStep):
             if step.library:
@@ -101,6 +102,19 @@ def generate(task: Task, ir: ProgramIR) -> str:
             w(f"{outs} = {launcher_name(step)}({', '.join(Launcher(ir, step, '').inputs)})")
     w(f"return {ir.result}")
     return _tidy(w.text())
+
+
+def _emit_pins(w: Writer, ir: ProgramIR) -> None:
+    """The sizes the trace answered Python control flow with (trace/concrete.py): elsewhere the
+    reference may take another path, so the program refuses rather than compute something else."""
+    if not ir.pins:
+        return
+    reads = [f"tuple({name}.shape)" if dim is None else f"{name}.shape[{dim}]" for name, dim, _ in ir.pins]
+    sizes = [tuple(size) if dim is None else size for _, dim, size in ir.pins]
+    said = ", ".join(f"{read} == {size}" for read, size in zip(reads, sizes, strict=True))
+    w(f"if ({', '.join(reads)},) != {tuple(sizes)!r}:")
+    message = f"this program was traced at {said} (Python control flow of the reference reads it)"
+    w(f"    raise ValueError({message!r})")
 
 
 def _emit_kernels(w: Writer, ir: ProgramIR) -> None:

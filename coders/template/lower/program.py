@@ -22,7 +22,7 @@ def lower(graph: Graph) -> ProgramIR:
         values[node.name] = {"shape": list(node.shape) if node.is_tensor else None,
                              "dtype": dtype_name(node.dtype) if node.is_tensor else None}
     ir = ProgramIR(task=graph.task, args=list(graph.inputs), values=values, steps=[],
-                   result=_render_result(graph.result))
+                   result=_render_result(graph.result), pins=_pins(graph))
     used = _used_names(graph)
     for node in graph.nodes:
         if node.kind == "input" or node.name not in used:
@@ -65,6 +65,13 @@ def lower(graph: Graph) -> ProgramIR:
             raise unsupported(f"node kind {node.kind}")
     ir.patterns = attention_patterns(graph)
     return ir
+
+
+def _pins(graph: Graph) -> list[list[Any]]:
+    """[input, dim, traced size] for each size the graph assumes (dim None: [input, None, shape])."""
+    shapes = {name: graph.node(name).shape for name in graph.inputs}
+    return [[name, dim, list(shapes[name]) if dim is None else shapes[name][dim]]
+            for name, dim in graph.pins]
 
 
 def _check_scalar_uses(graph: Graph, node: GNode) -> None:

@@ -13,7 +13,9 @@ import torch.fx as fx
 from coders.template.trace.fx_tracer import symbolic_trace
 from coders.template.trace.graph import Graph, flat, unsupported
 from coders.template.trace.normalizer import Normalizer
+from coders.template.trace.pin_check import check_pins
 from coders.template.trace.signatures import FACTORIES
+from mtmc.protocols import CoderError
 from mtmc.tasks import Task
 from mtmc.tasks.task import on_meta
 
@@ -26,7 +28,9 @@ def trace(task: Task, sizes: dict | None = None) -> Graph:
     before = set(vars(model))
     try:
         with _traceable_factories():
-            gm = symbolic_trace(model)
+            gm = symbolic_trace(model, inputs)
+    except CoderError:
+        raise
     except Exception as err:  # data-dependent control flow, unsupported Python on proxies, ...
         raise unsupported(f"tracing the reference failed ({type(err).__name__}: {err})") from None
     # fx keeps a tensor it meets while tracing (`torch.tensor(self.value)`) as a new attribute of the
@@ -53,7 +57,9 @@ def trace(task: Task, sizes: dict | None = None) -> Graph:
         raise unsupported(f"an op with no meta kernel ({err})") from None
     except Exception as err:  # the graph fx recorded does not run on the task's own inputs
         raise unsupported(_replay_failure(gm, inputs, err)) from None
-    return Normalizer(task, gm, results, made_by_trace).run()
+    graph = Normalizer(task, gm, results, made_by_trace).run()
+    check_pins(task, graph)
+    return graph
 
 
 def _replay_failure(gm: fx.GraphModule, inputs: list, err: Exception) -> str:

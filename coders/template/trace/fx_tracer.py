@@ -1,30 +1,73 @@
-"""The fx tracer of the template coder: torch.fx's, with two answers it cannot give by itself.
+"""The fx tracer of the template coder: torch.fx's, with the answers it cannot give by itself.
 
 - Buffers are proxied like parameters (`proxy_buffer_attributes`): a causal mask registered in
   the constructor and sliced by the traced sequence length (`self.bias[:, :, :T, :T]`, minGPT) is
   a graph value, where fx would index the real tensor with a Proxy and fail.
 - A device comparison (`if x.device != self.clusters.device: raise ...`, NetVLAD) is answered:
-  the verifier runs a model and its inputs on one device, so two tensors' devices are equal. Any
-  other use of a traced value in control flow still fails as in fx.
+  the verifier runs a model and its inputs on one device, so two tensors' devices are equal.
+- Python control flow on sizes (`range(x.size(0))`, `int(n / k)`, `assert L == H * W`) is answered
+  with the traced sizes' values, pinned where the program depends on them (trace/concrete.py). A
+  question about data still fails as in fx.
 """
 
 from __future__ import annotations
 
 import operator
+from typing import Any
 
 import torch.fx as fx
 import torch.nn as nn
+from torch.fx.proxy import TraceError
+
+from coders.template.trace.concrete import ConcreteProxy, Shadow, is_data, pins_of
 
 
 class TemplateTracer(fx.Tracer):
     proxy_buffer_attributes = True
 
-    def to_bool(self, obj: fx.Proxy) -> bool:
-        node = obj.node
-        if node.op == "call_function" and node.target in (operator.eq, operator.ne) and \
-                len(node.args) == 2 and all(_is_device(a) for a in node.args):
+    def __init__(self, inputs: list[Any]) -> None:
+        super().__init__()
+        self.inputs = inputs
+        self.answered: list[fx.Node] = []  # nodes whose traced value the program depends on
+        self._shadow: Shadow | None = None
+        self._shadowing = False  # fx's patches (module calls, parameter reads) stand aside
+
+    def proxy(self, node: fx.Node) -> fx.Proxy:
+        return ConcreteProxy(node, self)
+
+    def call_module(self, m: nn.Module, forward: Any, args: tuple, kwargs: dict) -> Any:
+        if self._shadowing:  # the shadow runs a leaf module on meta tensors, not into the graph
+            return forward(*args, **kwargs)
+        return super().call_module(m, forward, args, kwargs)
+
+    def getattr(self, attr: str, attr_val: Any, parameter_proxy_cache: dict[str, Any]) -> Any:
+        if self._shadowing:
+            return attr_val
+        return super().getattr(attr, attr_val, parameter_proxy_cache)
+
+    def answer(self, proxy: fx.Proxy, convert: Any, asserted: bool = False) -> Any:
+        """`convert` (bool, int, operator.index) of the traced value of `proxy` (see the docstring)."""
+        node = proxy.node
+        if convert is bool and _is_device_comparison(node):
             return node.target is operator.eq
-        return super().to_bool(obj)
+        if self._shadow is None:
+            self._shadow = Shadow(self.root, self.graph, self.inputs)
+        self._shadowing = True
+        try:
+            value = self._shadow.value(node)
+        finally:
+            self._shadowing = False
+        if is_data(value):
+            raise TraceError("symbolically traced variables cannot be used as inputs to control flow "
+                             f"(a {convert.__name__} of data: {node.format_node()})")
+        if not asserted:
+            self.answered.append(node)
+        return convert(value)
+
+
+def _is_device_comparison(node: fx.Node) -> bool:
+    return node.op == "call_function" and node.target in (operator.eq, operator.ne) and \
+        len(node.args) == 2 and all(_is_device(a) for a in node.args)
 
 
 def _is_device(arg: object) -> bool:
@@ -33,7 +76,13 @@ def _is_device(arg: object) -> bool:
         len(arg.args) == 2 and arg.args[1] == "device"
 
 
-def symbolic_trace(model: nn.Module) -> fx.GraphModule:
-    tracer = TemplateTracer()
+def symbolic_trace(model: nn.Module, inputs: list[Any]) -> fx.GraphModule:
+    """The fx graph of `model`'s forward on `inputs` (meta tensors). `gm.meta["pins"]`: the set of
+    (input, dim) whose traced sizes the graph assumes, dim None for all of an input's."""
+    tracer = TemplateTracer(inputs)
     graph = tracer.trace(model)
-    return fx.GraphModule(tracer.root, graph, type(model).__name__)
+    gm = fx.GraphModule(tracer.root, graph, type(model).__name__)
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    gm.meta["pins"] = set().union(*[pins_of(n, placeholders) for n in tracer.answered])
+    return gm
+

@@ -120,7 +120,13 @@ class Normalizer:
                 args = self.map_args(list(n.args))
                 kwargs = self.map_args(dict(n.kwargs))
                 self.env[n.name] = self.call(n, args, kwargs)
-        return Graph(self.task, inputs, self.nodes, result)
+        return Graph(self.task, inputs, self.nodes, result, self.pins())
+
+    def pins(self) -> list[tuple[str, int | None]]:
+        """The traced sizes the graph assumes (trace/concrete.py), by the program's input names."""
+        names = {n.target: self.env[n.name].name for n in self.gm.graph.nodes if n.op == "placeholder"}
+        return sorted(((names[target], dim) for target, dim in self.gm.meta.get("pins", ())),
+                      key=lambda pin: (pin[0], -1 if pin[1] is None else pin[1]))
 
     def param(self, path: str) -> Ref:
         name = "p_" + path.replace(".", "_")

@@ -92,6 +92,7 @@ _reg("type_as", _X + ["other"], ".type_as")
 _reg("dropout", _X + ["p", "training", "inplace"], F.dropout, torch.dropout, F.dropout1d,
      F.dropout2d, F.alpha_dropout)
 _reg("cat", ["tensors", "dim"], torch.cat, torch.concat, torch.concatenate)
+_reg("stack", ["tensors", "dim"], torch.stack)
 _reg("batch_norm", _X + ["running_mean", "running_var", "weight", "bias", "training", "momentum",
                          "eps"], F.batch_norm)
 _reg("alias", _X, ".contiguous", ".clone", ".detach", torch.clone, torch.detach)

@@ -1,0 +1,94 @@
+"""The template coder's trace of forwards that fx alone cannot trace (KernelBench level 3's RNN
+and Swin tasks): Python control flow on sizes answered at the traced sizes and pinned
+(trace/concrete.py, pin_check.py); against PyTorch on the CPU interpreter at small,
+odd sizes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from coders.template import TemplateCoder
+from coders.template.ir import ProgramIR
+from mtmc.protocols import CoderError
+from mtmc.strategies import PORT
+from mtmc.tasks import Task, load_task
+from tests.coders.test_template import check, import_program, task_from_source
+
+TASKS = Path(__file__).parent / "tasks" / "seq"
+coder = TemplateCoder()
+
+
+def seq_task(name: str) -> Task:
+    return load_task(TASKS / f"{name}.py")
+
+
+def pins(program) -> list:
+    return ProgramIR.from_dict(program.metadata["template_ir"]).pins
+
+
+def test_loop_over_a_length_the_model_fixes_is_pinned_and_checked_on_entry(tmp_path):
+    """KernelBench 34's Python loop over the sequence, with the length a constructor argument: the
+    loop is unrolled at the traced length, the assert on the width pins nothing, and the program
+    refuses another length rather than compute a shorter loop."""
+    task = seq_task("rnn_loop")
+    program = coder.apply(task, None, PORT)
+    assert pins(program) == [["x", 0, 3]]
+    check(task, program, tmp_path)
+    module = import_program(program.source, tmp_path, "other_length")
+    model = module.ModelNew(*task.init_inputs())
+    with pytest.raises(ValueError, match=r"traced at x\.shape\[0\] == 3"):
+        model(torch.rand(4, 2, 12), torch.rand(2, 20))
+
+
+def test_loop_over_a_length_the_sizes_change_is_refused(tmp_path):
+    """KernelBench 34 itself: the sequence length is only get_inputs', so the verifier checks a
+    derived size with another length, where a program traced at one length would refuse."""
+    source = (TASKS / "rnn_loop.py").read_text().replace("return [T, F, H, OUT]", "return [9, F, H, OUT]")
+    source = source.replace("B, T, F, H, OUT = 4, 3,", "B, T, F, H, OUT = 4, 9,")
+    with pytest.raises(CoderError, match=r"reads x\.shape\[0\] \(9 as traced, \d+ at"):
+        coder.apply(task_from_source(tmp_path, "free_length", source), None, PORT)
+
+
+def test_sizes_read_by_asserts_and_int_port_at_every_size(tmp_path):
+    """An assert on a traced size pins nothing; `int()` of a size pins the dims it reads, here a dim
+    every size set keeps."""
+    task = task_from_source(tmp_path, "asserted_rows", SIZE_TASK)
+    program = coder.apply(task, None, PORT)
+    assert pins(program) == [["x", 1, 6]]
+    check(task, program, tmp_path)
+
+
+SIZE_TASK = '''
+import torch
+import torch.nn as nn
+
+B, ROWS, W = 4, 6, 8
+
+
+class Model(nn.Module):
+    def __init__(self, rows, width):
+        super().__init__()
+        self.rows, self.width = rows, width
+        self.fc = nn.Linear(width, 3)
+
+    def forward(self, x):
+        batch, rows, width = x.shape
+        assert width == self.width and rows % 2 == 0, "wrong input"
+        pairs = int(x.shape[1] / 2)
+        y = x.view(batch, pairs, 2 * width).sum(-1, keepdim=True) * x.view(batch, pairs, 2, width)[:, :, 0]
+        return self.fc(y)
+
+
+def get_inputs():
+    return [torch.rand(B, ROWS, W)]
+
+
+def get_init_inputs():
+    return [ROWS, W]
+
+
+MTMC = {"cpu_sizes": [{"B": 3, "W": 5}, {"B": 5, "W": 8}]}
+'''
