@@ -1,6 +1,7 @@
-"""The template coder's trace of forwards that fx alone cannot trace (KernelBench level 3's RNN
-and Swin tasks): Python control flow on sizes answered at the traced sizes and pinned
-(trace/concrete.py, pin_check.py); against PyTorch on the CPU interpreter at small,
+"""The template coder's trace of forwards that fx alone cannot trace (KernelBench level 3's RNN,
+LSTM and Swin tasks): Python control flow on sizes answered at the traced sizes and pinned
+(trace/concrete.py, pin_check.py), module state the forward overwrites, forward arguments the inputs
+leave out and random forwards; against PyTorch on the CPU interpreter at small,
 odd sizes."""
 
 from __future__ import annotations
@@ -27,6 +28,22 @@ def seq_task(name: str) -> Task:
 
 def pins(program) -> list:
     return ProgramIR.from_dict(program.metadata["template_ir"]).pins
+
+
+@pytest.mark.parametrize("name", ["rnn_cell_state", "gru_default_state"])
+def test_state_and_left_out_arguments_port_unpinned(name, tmp_path):
+    """KernelBench 33 (a state attribute the forward overwrites) and 35's pattern without its random
+    state (h0=None left out): no Python control flow on sizes, so no pins, and every size checks."""
+    task = seq_task(name)
+    program = coder.apply(task, None, PORT)
+    assert pins(program) == []
+    check(task, program, tmp_path)
+
+
+def test_state_read_before_it_is_overwritten_is_refused(tmp_path):
+    source = STATE_TASK.format(forward="self.total = self.total + x\n        return self.total * 2")
+    with pytest.raises(CoderError, match="self.total as the forward finds it.*previous call"):
+        coder.apply(task_from_source(tmp_path, "running_total", source), None, PORT)
 
 
 def test_loop_over_a_length_the_model_fixes_is_pinned_and_checked_on_entry(tmp_path):
@@ -60,6 +77,37 @@ def test_sizes_read_by_asserts_and_int_port_at_every_size(tmp_path):
     assert pins(program) == [["x", 1, 6]]
     check(task, program, tmp_path)
 
+
+def test_a_random_forward_is_refused(tmp_path):
+    """KernelBench 35 draws its left-out h0 and c0 with torch.randn in the forward."""
+    source = STATE_TASK.format(forward="return x + torch.randn(x.shape, device=x.device)")
+    with pytest.raises(CoderError, match="torch.randn in the forward: its output is random"):
+        coder.apply(task_from_source(tmp_path, "random", source), None, PORT)
+
+
+STATE_TASK = '''
+import torch
+import torch.nn as nn
+
+B, F = 3, 5
+
+
+class Model(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        self.total = torch.zeros(B, features)
+
+    def forward(self, x):
+        {forward}
+
+
+def get_inputs():
+    return [torch.rand(B, F)]
+
+
+def get_init_inputs():
+    return [F]
+'''
 
 SIZE_TASK = '''
 import torch

@@ -255,8 +255,8 @@ import torch.nn as nn
 class Model(nn.Module):
     def forward(self, x, h0=None):
         if h0 is None:
-            h0 = torch.zeros_like(x)
-        return x + h0
+            h0 = torch.zeros(x.size(0), x.size(1), device=x.device)
+        return x * 2 + h0
 
 
 def get_inputs():
@@ -268,9 +268,11 @@ def get_init_inputs():
 '''
 
 
-def test_a_left_out_argument_traced_as_a_tensor_is_named(tmp_path):
-    """fx traces h0 as a tensor, so `h0 is None` took the other branch (KernelBench's 35_LSTM):
-    the refusal says so instead of the replay's AttributeError."""
+def test_a_left_out_argument_takes_its_default(tmp_path):
+    """fx alone traces h0 as a tensor, so `h0 is None` took the other branch (KernelBench's 35_LSTM)
+    and the replay failed: the trace now takes the default the reference takes, and the program's
+    forward takes only the given inputs."""
     task = task_from_source(tmp_path, "left_out", LEFT_OUT_TASK)
-    with pytest.raises(CoderError, match="get_inputs leaves out h0"):
-        coder.apply(task, None, PORT)
+    program = coder.apply(task, None, PORT)
+    assert "def forward(self, x):" in program.source
+    check(task, program, tmp_path)

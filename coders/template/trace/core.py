@@ -14,7 +14,7 @@ from coders.template.trace.fx_tracer import symbolic_trace
 from coders.template.trace.graph import Graph, flat, unsupported
 from coders.template.trace.normalizer import Normalizer
 from coders.template.trace.pin_check import check_pins
-from coders.template.trace.signatures import FACTORIES
+from coders.template.trace.signatures import FACTORIES, RANDOM_FACTORIES
 from mtmc.protocols import CoderError
 from mtmc.tasks import Task
 from mtmc.tasks.task import on_meta
@@ -57,7 +57,7 @@ def trace(task: Task, sizes: dict | None = None) -> Graph:
         raise unsupported(f"an op with no meta kernel ({err})") from None
     except Exception as err:  # the graph fx recorded does not run on the task's own inputs
         raise unsupported(_replay_failure(gm, inputs, err)) from None
-    graph = Normalizer(task, gm, results, made_by_trace).run()
+    graph = Normalizer(task, gm, results, made_by_trace, gm.meta["rebound"]).run()
     check_pins(task, graph)
     return graph
 
@@ -73,7 +73,8 @@ def _replay_failure(gm: fx.GraphModule, inputs: list, err: Exception) -> str:
 
 @contextlib.contextmanager
 def _traceable_factories():
-    originals = {name: getattr(torch, name) for name in FACTORIES}
+    """Factories record themselves (signatures.FACTORIES); random ones refuse (RANDOM_FACTORIES)."""
+    originals = {name: getattr(torch, name) for name in FACTORIES + RANDOM_FACTORIES}
 
     def recording(fn):
         def factory(*args, **kwargs):
@@ -83,9 +84,16 @@ def _traceable_factories():
             return fn(*args, **kwargs)
         return factory
 
+    def refusing(name):
+        def factory(*args, **kwargs):
+            raise unsupported(f"torch.{name} in the forward: its output is random, and the verifier "
+                              "does not seed the reference's and the program's forward calls alike "
+                              "(nor could a program's kernels draw PyTorch's numbers)")
+        return factory
+
     try:
         for name, fn in originals.items():
-            setattr(torch, name, recording(fn))
+            setattr(torch, name, recording(fn) if name in FACTORIES else refusing(name))
         yield
     finally:
         for name, fn in originals.items():

@@ -18,6 +18,9 @@ from coders.template.trace.graph import unsupported
 # Tensor factories take no tensor argument, so fx cannot see a call whose sizes are traced values
 # (`torch.ones(L, L)` with L = q.shape[-2]); while tracing they record themselves as graph nodes.
 FACTORIES = ("ones", "zeros", "full", "empty", "arange", "eye")
+# Factories that draw random numbers: a forward calling one has a random output (trace/core.py)
+RANDOM_FACTORIES = ("rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like",
+                    "normal", "bernoulli", "multinomial", "poisson")
 
 
 # Python names and the names generated launchers and kernels use for themselves: graph values never
