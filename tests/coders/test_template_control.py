@@ -1,7 +1,7 @@
 """The template coder's trace of forwards that fx alone cannot trace (KernelBench level 3's RNN,
-LSTM and Swin tasks): Python control flow on sizes answered at the traced sizes and pinned
+LSTM, Swin and Mamba2 tasks): Python control flow on sizes answered at the traced sizes and pinned
 (trace/concrete.py, pin_check.py), module state the forward overwrites, forward arguments the inputs
-leave out and random forwards; against PyTorch on the CPU interpreter at small,
+leave out, random forwards, and einops.rearrange; against PyTorch on the CPU interpreter at small,
 odd sizes."""
 
 from __future__ import annotations
@@ -83,6 +83,17 @@ def test_a_random_forward_is_refused(tmp_path):
     source = STATE_TASK.format(forward="return x + torch.randn(x.shape, device=x.device)")
     with pytest.raises(CoderError, match="torch.randn in the forward: its output is random"):
         coder.apply(task_from_source(tmp_path, "random", source), None, PORT)
+
+
+def test_einops_rearrange_traces_as_views(tmp_path):
+    """Mamba2's rearranges: split a composite axis (with `...`), permute, merge; the block count
+    follows the sequence length at run time, and the program imports no einops."""
+    pytest.importorskip("einops")
+    task = seq_task("einops_blocks")
+    program = coder.apply(task, None, PORT)
+    assert "rearrange" not in program.source and "import einops" not in program.source
+    assert pins(program) == []
+    check(task, program, tmp_path)
 
 
 STATE_TASK = '''

@@ -10,6 +10,7 @@ from typing import Any
 import torch
 import torch.fx as fx
 
+from coders.template.trace.einops_rearrange import traced_rearrange
 from coders.template.trace.fx_tracer import symbolic_trace
 from coders.template.trace.graph import Graph, flat, unsupported
 from coders.template.trace.normalizer import Normalizer
@@ -27,7 +28,7 @@ def trace(task: Task, sizes: dict | None = None) -> Graph:
         inputs = task.make_inputs(seed=0, sizes=sizes)
     before = set(vars(model))
     try:
-        with _traceable_factories():
+        with _traceable_factories(), traced_rearrange(model):
             gm = symbolic_trace(model, inputs)
     except CoderError:
         raise
@@ -71,6 +72,9 @@ def _replay_failure(gm: fx.GraphModule, inputs: list, err: Exception) -> str:
     return f"the traced forward failed on the task's inputs ({type(err).__name__}: {first}{left_out})"
 
 
+_PYTHON_DTYPES = {bool: torch.bool, int: torch.int64, float: torch.float64, complex: torch.complex128}
+
+
 @contextlib.contextmanager
 def _traceable_factories():
     """Factories record themselves (signatures.FACTORIES); random ones refuse (RANDOM_FACTORIES)."""
@@ -80,6 +84,8 @@ def _traceable_factories():
         def factory(*args, **kwargs):
             proxies = [a for a in flat([list(args), list(kwargs.values())]) if isinstance(a, fx.Proxy)]
             if proxies:
+                if isinstance(kwargs.get("dtype"), type):  # `dtype=bool`: torch's dtype for it
+                    kwargs["dtype"] = _PYTHON_DTYPES[kwargs["dtype"]]
                 return proxies[0].tracer.create_proxy("call_function", fn, args, kwargs)
             return fn(*args, **kwargs)
         return factory

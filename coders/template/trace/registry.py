@@ -27,6 +27,7 @@ HANDLERS: dict[str, FunctionHandler] = {
                                             "masked_fill", "logical_not", "lerp", "addcmul")},
     **{op: elementwise.cast for op in ("cast_float", "cast_half", "cast_bfloat16", "to", "type_as")},
     "dropout": elementwise.dropout,
+    "bitwise_not": elementwise.bitwise_not,
     "alias": elementwise.alias,
     **{op: reductions.reduce for op in ("sum", "mean", "amax", "amin", "max", "min", "var", "std",
                                         "logsumexp", "norm")},

@@ -85,6 +85,7 @@ for _cmp, _op in (("gt", operator.gt), ("lt", operator.lt), ("ge", operator.ge),
 _reg("where", ["condition", "input", "other"], torch.where, ".where")
 _reg("masked_fill", _X + ["mask", "value"], torch.masked_fill, ".masked_fill")
 _reg("logical_not", _X, torch.logical_not, ".logical_not")
+_reg("bitwise_not", _X, operator.invert, torch.bitwise_not, ".bitwise_not")
 _reg("lerp", _X + ["end", "weight"], torch.lerp, ".lerp")
 _reg("addcmul", _X + ["tensor1", "tensor2", "value"], torch.addcmul, ".addcmul")
 _reg("cast_float", _X, ".float")
