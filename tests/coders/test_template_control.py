@@ -16,7 +16,7 @@ from coders.template.ir import ProgramIR
 from mtmc.protocols import CoderError
 from mtmc.strategies import PORT
 from mtmc.tasks import Task, load_task
-from tests.coders.test_template import check, import_program, task_from_source
+from tests.coders.test_template import check, import_program, sample, task_from_source
 
 TASKS = Path(__file__).parent / "tasks" / "seq"
 coder = TemplateCoder()
@@ -94,6 +94,43 @@ def test_einops_rearrange_traces_as_views(tmp_path):
     assert "rearrange" not in program.source and "import einops" not in program.source
     assert pins(program) == []
     check(task, program, tmp_path)
+
+
+def test_chunked_state_space_model_ports(tmp_path):
+    """Mamba2's ops (KernelBench 48, 49) on a task of our own: einsums of three and four operands in
+    layouts no single matmul has (a chain of bmms and products), a segment sum's causal mask (~ of
+    a bool tril), zeros_like and cat, F.pad; at two sizes with other chunk counts and widths."""
+    pytest.importorskip("einops")
+    task = seq_task("ssd_chunks")
+    program = coder.apply(task, None, PORT)
+    assert pins(program) == [] and "torch.einsum" not in program.source
+    check(task, program, tmp_path)
+
+
+@pytest.mark.parametrize("name", ["ssd_chunks", "rnn_loop", "rnn_cell_state"])
+def test_steps_and_full_fusion_keep_matching(name, tmp_path):
+    """The new views (the einsum chain's permute / reshape, the loop's slices, pad) under the steps
+    that rewrite kernels around them."""
+    if name == "ssd_chunks":
+        pytest.importorskip("einops")
+    task = seq_task(name)
+    program = coder.apply(task, None, PORT)
+    for i, strategy in enumerate(sample(coder.legal_strategies(task, program))):
+        check(task, coder.apply(task, program, strategy), tmp_path, tag=f"s{i}")
+    while fusions := [s for s in coder.legal_strategies(task, program) if s.kind == "fuse"]:
+        program = coder.apply(task, program, fusions[0])
+    check(task, program, tmp_path, tag="fused")
+
+
+@pytest.mark.parametrize("forward, match", [
+    ("return torch.nn.functional.pad(x, (1, 1), mode='reflect')", "F.pad mode='reflect'"),
+    ("return torch.einsum('bi,bj->b', x, x)", "summing letters of one operand"),
+    ("return torch.einsum('...i,...i->...', x, x)", "with an ellipsis"),
+])
+def test_pad_and_einsum_refusals_are_clear(forward, match, tmp_path):
+    source = STATE_TASK.format(forward=forward)
+    with pytest.raises(CoderError, match=match):
+        coder.apply(task_from_source(tmp_path, "refused_op", source), None, PORT)
 
 
 STATE_TASK = '''

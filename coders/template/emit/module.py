@@ -58,7 +58,7 @@ def generate(task: Task, ir: ProgramIR) -> str:
     w()
     w("import torch")
     w("import torch.nn as nn")
-    if "F." in init or "F." in prelude:
+    if "F." in init or "F." in prelude or any(isinstance(s, PyStep) and "F." in s.expr for s in ir.steps):
         w("import torch.nn.functional as F")
     w("import triton")
     w("import triton.language as tl")

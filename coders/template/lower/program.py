@@ -59,8 +59,12 @@ def lower(graph: Graph) -> ProgramIR:
             continue  # a second output of its pool's or recurrence's kernel
         elif node.kind in scans.WALK_KINDS:
             ir.steps.append(scans.lower_walk(graph, node))
-        elif node.kind in ("flip", "zeros"):
-            raise unsupported(f"{node.op} (other than around a cumsum: a reverse or an exclusive scan)")
+        elif node.kind == "zeros":  # a zero tensor used as data (a cat's part): allocation, glue
+            src = node.attrs["refs"][0].name
+            ir.steps.append(PyStep(outs=[node.name], expr=f"torch.zeros_like({src}, dtype={node.dtype})",
+                                   uses=[src]))
+        elif node.kind == "flip":
+            raise unsupported(f"{node.op} (other than around a cumsum: a reverse)")
         else:
             raise unsupported(f"node kind {node.kind}")
     ir.patterns = attention_patterns(graph)

@@ -45,6 +45,7 @@ HANDLERS: dict[str, FunctionHandler] = {
     **{op: walks.walk for op in ("cumsum", "cumprod", "flip", "zeros_like", "argmax", "argmin")},
     "cat": walks.cat,
     "stack": walks.stack,
+    "pad": spatial.pad,
     **{op: spatial.conv for op in ("conv1d", "conv2d", "conv3d")},
     **{op: spatial.conv_transpose for op in ("conv_transpose1d", "conv_transpose2d", "conv_transpose3d")},
     **{op: spatial.pool for op in pooling.CANONICAL},

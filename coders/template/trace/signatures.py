@@ -97,6 +97,7 @@ _reg("dropout", _X + ["p", "training", "inplace"], F.dropout, torch.dropout, F.d
      F.dropout2d, F.alpha_dropout)
 _reg("cat", ["tensors", "dim"], torch.cat, torch.concat, torch.concatenate)
 _reg("stack", ["tensors", "dim"], torch.stack)
+_reg("pad", _X + ["pad", "mode", "value"], F.pad)
 _reg("batch_norm", _X + ["running_mean", "running_var", "weight", "bias", "training", "momentum",
                          "eps"], F.batch_norm)
 _reg("alias", _X, ".contiguous", ".clone", ".detach", torch.clone, torch.detach)
