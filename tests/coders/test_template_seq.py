@@ -164,10 +164,11 @@ def test_attention_weights_are_refused_only_when_used(tmp_path):
 def test_buffers_sliced_by_traced_sizes_and_device_checks_trace(name, tmp_path):
     """A mask buffer sliced by the traced sequence length is a graph value (minGPT); a device
     comparison before a raise is answered (NetVLAD, which also imports torch as `th`, a name the
-    program's constructor gets as `torch`, and has a `mask=None` the forward keeps)."""
+    program's constructor gets as `torch`, and has a `mask=None` the forward keeps, refusing a mask)."""
     task = seq_task(name)
     program = coder.apply(task, None, PORT)
-    assert "raise" not in program.source and not re.search(r"\bth\.", program.source)  # th is torch
+    assert "cluster.device" not in program.source  # the device check's raise is answered, not kept
+    assert not re.search(r"\bth\.", program.source)  # th is torch
     check(task, program, tmp_path)
 
 
@@ -270,9 +271,12 @@ def get_init_inputs():
 
 def test_a_left_out_argument_takes_its_default(tmp_path):
     """fx alone traces h0 as a tensor, so `h0 is None` took the other branch (KernelBench's 35_LSTM)
-    and the replay failed: the trace now takes the default the reference takes, and the program's
-    forward takes only the given inputs."""
+    and the replay failed: the trace now takes the default the reference takes, and the program keeps
+    the parameter with its default, refusing any other value (it holds the default's branch only)."""
     task = task_from_source(tmp_path, "left_out", LEFT_OUT_TASK)
     program = coder.apply(task, None, PORT)
-    assert "def forward(self, x):" in program.source
+    assert "def forward(self, x, h0=None):" in program.source
     check(task, program, tmp_path)
+    model = import_program(program.source, tmp_path, "given").ModelNew()
+    with pytest.raises(ValueError, match="traced with h0=None"):
+        model(torch.rand(4, 5), torch.rand(4, 5))
