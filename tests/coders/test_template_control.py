@@ -40,8 +40,12 @@ def test_state_and_left_out_arguments_port_unpinned(name, tmp_path):
     check(task, program, tmp_path)
 
 
-def test_state_read_before_it_is_overwritten_is_refused(tmp_path):
-    source = STATE_TASK.format(forward="self.total = self.total + x\n        return self.total * 2")
+@pytest.mark.parametrize("forward", [
+    "self.total = self.total + x\n        return self.total * 2",  # read into the new state
+    "old = self.total\n        self.total = x * 2\n        return old, self.total",  # returned as it was
+])
+def test_state_read_before_it_is_overwritten_is_refused(forward, tmp_path):
+    source = STATE_TASK.format(forward=forward)
     with pytest.raises(CoderError, match="self.total as the forward finds it.*previous call"):
         coder.apply(task_from_source(tmp_path, "running_total", source), None, PORT)
 

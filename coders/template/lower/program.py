@@ -14,6 +14,7 @@ from coders.template.lower.matmul import attention_patterns, lower_attention, lo
 from coders.template.lower.pointwise import lower_cat, lower_pointwise
 from coders.template.lower.reduce import lower_reduce
 from coders.template.trace import GNode, Graph, Ref, Uncomputable, render, unsupported
+from coders.template.trace.graph import flat
 
 
 def lower(graph: Graph) -> ProgramIR:
@@ -94,8 +95,9 @@ def _check_scalar_uses(graph: Graph, node: GNode) -> None:
 
 
 def _render_result(result: Any) -> str:
-    if isinstance(result, Uncomputable):
-        raise unsupported(result.what)
+    for item in flat([result]):  # a returned value the coder cannot compute says why
+        if isinstance(item, Uncomputable):
+            raise unsupported(item.what)
     if isinstance(result, Ref):
         return result.name
     if isinstance(result, tuple | list):
