@@ -126,6 +126,16 @@ def test_steps_and_full_fusion_keep_matching(name, tmp_path):
     check(task, program, tmp_path, tag="fused")
 
 
+def test_pins_hold_where_the_reference_refuses_other_sizes(tmp_path):
+    """Swin's pattern: the model fixes its image size and asserts it, so the verifier's derived size
+    (another image and batch size) fails in the reference and is not checked; the batch pinned by
+    `int()` of a computed value's size then holds at every size that is."""
+    task = task_from_source(tmp_path, "fixed_image", FIXED_IMAGE_TASK)
+    program = coder.apply(task, None, PORT)
+    assert pins(program) == [["x", None, [6, 2, 8]]]
+    check(task, program, tmp_path)
+
+
 @pytest.mark.parametrize("forward, match", [
     ("return torch.nn.functional.pad(x, (1, 1), mode='reflect')", "F.pad mode='reflect'"),
     ("return torch.einsum('bi,bj->b', x, x)", "summing letters of one operand"),
@@ -191,4 +201,32 @@ def get_init_inputs():
 
 
 MTMC = {"cpu_sizes": [{"B": 3, "W": 5}, {"B": 5, "W": 8}]}
+'''
+
+FIXED_IMAGE_TASK = '''
+import torch
+import torch.nn as nn
+
+B, C, IMAGE = 6, 2, 8
+
+
+class Model(nn.Module):
+    def __init__(self, image=8):
+        super().__init__()
+        self.image = image
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x):
+        assert x.shape[-1] == self.image, "wrong image size"
+        y = (x * 2).view(-1, 4)
+        batch = int(y.shape[0] / (x.shape[1] * self.image // 2))  # the batch, read off a computed value
+        return self.fc(y).view(batch, -1)
+
+
+def get_inputs():
+    return [torch.rand(B, C, IMAGE)]
+
+
+def get_init_inputs():
+    return []
 '''

@@ -128,7 +128,9 @@ class Normalizer:
     def pins(self) -> list[tuple[str, int | None]]:
         """The traced sizes the graph assumes (trace/concrete.py), by the program's input names."""
         names = {n.target: self.env[n.name].name for n in self.gm.graph.nodes if n.op == "placeholder"}
-        return sorted(((names[target], dim) for target, dim in self.gm.meta.get("pins", ())),
+        pins = self.gm.meta.get("pins", set())
+        whole = {target for target, dim in pins if dim is None}  # a whole shape covers its dims
+        return sorted(((names[target], dim) for target, dim in pins if dim is None or target not in whole),
                       key=lambda pin: (pin[0], -1 if pin[1] is None else pin[1]))
 
     def attribute(self, path: str) -> Any:
