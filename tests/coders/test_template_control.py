@@ -75,7 +75,7 @@ def test_loop_over_a_length_the_sizes_change_is_refused(tmp_path):
 
 def test_sizes_read_by_asserts_and_int_port_at_every_size(tmp_path):
     """An assert on a traced size pins nothing; `int()` of a size pins the dims it reads, here a dim
-    every size set keeps."""
+    every size set keeps; a size torch's argument parser asks about and then traces pins nothing."""
     task = task_from_source(tmp_path, "asserted_rows", SIZE_TASK)
     program = coder.apply(task, None, PORT)
     assert pins(program) == [["x", 1, 6]]
@@ -188,7 +188,9 @@ class Model(nn.Module):
         batch, rows, width = x.shape
         assert width == self.width and rows % 2 == 0, "wrong input"
         pairs = int(x.shape[1] / 2)
-        y = x.view(batch, pairs, 2 * width).sum(-1, keepdim=True) * x.view(batch, pairs, 2, width)[:, :, 0]
+        # torch's argument parser asks the index of `batch` too, then traces it: no pin for it
+        rows = torch.reshape(x, (batch, pairs, 2 * width)).sum(-1, keepdim=True)
+        y = rows * x.view(batch, pairs, 2, width)[:, :, 0]
         return self.fc(y)
 
 

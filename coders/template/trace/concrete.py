@@ -22,6 +22,8 @@ import torch
 import torch.fx as fx
 from torch.fx.proxy import Attribute
 
+from coders.template.trace.graph import flat
+
 # fx nodes that read a traced tensor's sizes, and those that read its rank only (which no size changes)
 _SIZE_METHODS = ("size", "numel")
 _RANK = ("dim", "ndim", "ndimension")
@@ -44,20 +46,44 @@ class Shadow(fx.Interpreter):
 
 
 class ConcreteProxy(fx.Proxy):
-    """A proxy that answers `bool`, `int` and `operator.index` with the traced value (see above)."""
+    """A proxy that answers `bool`, `int` and `operator.index` with the traced value (see above).
+
+    torch's argument parser also asks `operator.index` of a proxy passed where it takes an int
+    (`F.avg_pool2d(x, x.size(2))`), then hands the call to `__torch_function__` with the proxy
+    itself, so the graph keeps the size symbolic: answers asked at the call site of that call, about
+    its arguments, are withdrawn there (the tracer's `withdraw`), pinning nothing."""
 
     def __bool__(self) -> bool:
-        frame = inspect.currentframe()
-        return self.tracer.answer(self, bool, asserted=frame is not None and asserted(frame.f_back))
+        frame = caller()
+        return self.tracer.answer(self, bool, site(frame), asserted=asserted(frame))
 
     def __index__(self) -> int:
-        return self.tracer.answer(self, operator.index)
+        return self.tracer.answer(self, operator.index, site(caller()))
 
     def __int__(self) -> int:
-        return self.tracer.answer(self, int)
+        return self.tracer.answer(self, int, site(caller()))
 
     def __getattr__(self, k: str) -> ConcreteAttribute:
         return ConcreteAttribute(self, k)
+
+    @classmethod
+    def __torch_function__(cls, orig_method: Any, types: Any, args: tuple = (),
+                           kwargs: dict | None = None) -> Any:
+        proxies = [a for a in flat([list(args), list((kwargs or {}).values())]) if isinstance(a, fx.Proxy)]
+        if proxies:
+            proxies[0].tracer.withdraw(site(caller()), {p.node for p in proxies})
+        return super().__torch_function__(orig_method, types, args, kwargs)
+
+
+def caller() -> FrameType | None:
+    """The frame that called the caller of this function (a dunder's: the code asking)."""
+    frame = inspect.currentframe()
+    return frame.f_back.f_back if frame is not None and frame.f_back is not None else None
+
+
+def site(frame: FrameType | None) -> tuple[int, int] | None:
+    """Where in the traced code a question was asked: its frame and instruction."""
+    return (id(frame), frame.f_lasti) if frame is not None else None
 
 
 class ConcreteAttribute(Attribute, ConcreteProxy):

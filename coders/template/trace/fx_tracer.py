@@ -33,7 +33,7 @@ class TemplateTracer(fx.Tracer):
     def __init__(self, inputs: list[Any]) -> None:
         super().__init__()
         self.inputs = inputs
-        self.answered: list[fx.Node] = []  # nodes whose traced value the program depends on
+        self.answered: list[tuple[fx.Node, Any]] = []  # nodes whose traced value the program uses
         self._shadow: Shadow | None = None
         self._shadowing = False  # fx's patches (module calls, parameter reads) stand aside
 
@@ -50,8 +50,9 @@ class TemplateTracer(fx.Tracer):
             return attr_val
         return super().getattr(attr, attr_val, parameter_proxy_cache)
 
-    def answer(self, proxy: fx.Proxy, convert: Any, asserted: bool = False) -> Any:
-        """`convert` (bool, int, operator.index) of the traced value of `proxy` (see the docstring)."""
+    def answer(self, proxy: fx.Proxy, convert: Any, site: Any = None, asserted: bool = False) -> Any:
+        """`convert` (bool, int, operator.index) of the traced value of `proxy` (see the docstring),
+        asked at `site` (trace/concrete.py)."""
         node = proxy.node
         if convert is bool and _is_device_comparison(node):
             return node.target is operator.eq
@@ -65,9 +66,14 @@ class TemplateTracer(fx.Tracer):
         if is_data(value):
             raise TraceError("symbolically traced variables cannot be used as inputs to control flow "
                              f"(a {convert.__name__} of data: {node.format_node()})")
+        answer = convert(value)  # may raise (index of a float): then nothing was answered
         if not asserted:
-            self.answered.append(node)
-        return convert(value)
+            self.answered.append((node, site))
+        return answer
+
+    def withdraw(self, site: Any, nodes: set[fx.Node]) -> None:
+        """Answers about `nodes` asked at `site` that torch's argument parser threw away."""
+        self.answered = [(n, s) for n, s in self.answered if not (s == site and n in nodes)]
 
 
 def _is_device_comparison(node: fx.Node) -> bool:
@@ -96,7 +102,7 @@ def symbolic_trace(model: nn.Module, inputs: list[Any]) -> fx.GraphModule:
     gm = fx.GraphModule(tracer.root, graph, type(model).__name__)
     gm.meta["rebound"] = rebound
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
-    gm.meta["pins"] = set().union(*[pins_of(n, placeholders) for n in tracer.answered])
+    gm.meta["pins"] = set().union(*[pins_of(n, placeholders) for n, _ in tracer.answered])
     return gm
 
 
