@@ -108,6 +108,9 @@ class ProgramIR:
     steps: list[Kernel | PyStep]
     result: str  # the forward's return expression
     patterns: list[dict[str, Any]] = field(default_factory=list)  # fusable multi-kernel patterns
+    # [input, dim, size]: a traced size the program assumes (dim None: the whole shape, size a list);
+    # the forward checks them on entry (trace/concrete.py)
+    pins: list[list[Any]] = field(default_factory=list)
 
     # --- serialization (travels in Program.metadata["template_ir"]) -------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -115,7 +118,7 @@ class ProgramIR:
                  for s in self.steps]
         return {"version": IR_VERSION, "task": self.task, "args": list(self.args),
                 "values": self.values, "steps": steps, "result": self.result,
-                "patterns": self.patterns}
+                "patterns": self.patterns, "pins": self.pins}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ProgramIR:
@@ -132,7 +135,8 @@ class ProgramIR:
             else:
                 steps.append(PyStep(**raw))
         return cls(task=data["task"], args=list(data["args"]), values=dict(data["values"]),
-                   steps=steps, result=data["result"], patterns=list(data.get("patterns", [])))
+                   steps=steps, result=data["result"], patterns=list(data.get("patterns", [])),
+                   pins=[list(p) for p in data.get("pins", [])])
 
     # --- queries ----------------------------------------------------------------------------------
     def kernels(self) -> list[Kernel]:

@@ -82,8 +82,9 @@ def trace_flip(nz: Any, name: str, op: str, b: dict, result: Any) -> Ref:
 
 
 def trace_zeros_like(nz: Any, name: str, op: str, b: dict, result: Any) -> Ref:
-    """A zero tensor shaped like another: only an exclusive scan's leading zeros use it."""
-    return nz.add(name, "zeros", "zeros_like", [], {}, like=result)
+    """A zero tensor shaped like another: an exclusive scan's leading zeros, or else a tensor the
+    program allocates (lower/program.py); its source is a ref, not an operand."""
+    return nz.add(name, "zeros", "zeros_like", [], {"refs": [b["input"]]}, like=result)
 
 
 def trace_exclusive_scan(nz: Any, name: str, b: dict, result: Any) -> Ref | None:

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+import torch
 
 from coders.template import TemplateCoder
 from coders.template.emit.module import generate
@@ -17,7 +18,7 @@ from mtmc.protocols import CoderError
 from mtmc.strategies import PORT, Strategy
 from mtmc.tasks import Task, load_task
 from mtmc.verify import InterpreterVerifier
-from tests.coders.test_template import check, task_from_source
+from tests.coders.test_template import check, import_program, task_from_source
 
 TASKS = Path(__file__).parent / "tasks" / "seq"
 coder = TemplateCoder()
@@ -163,21 +164,22 @@ def test_attention_weights_are_refused_only_when_used(tmp_path):
 def test_buffers_sliced_by_traced_sizes_and_device_checks_trace(name, tmp_path):
     """A mask buffer sliced by the traced sequence length is a graph value (minGPT); a device
     comparison before a raise is answered (NetVLAD, which also imports torch as `th`, a name the
-    program's constructor gets as `torch`, and has a `mask=None` the forward keeps)."""
+    program's constructor gets as `torch`, and has a `mask=None` the forward keeps, refusing a mask)."""
     task = seq_task(name)
     program = coder.apply(task, None, PORT)
-    assert "raise" not in program.source and not re.search(r"\bth\.", program.source)  # th is torch
+    assert "cluster.device" not in program.source  # the device check's raise is answered, not kept
+    assert not re.search(r"\bth\.", program.source)  # th is torch
     check(task, program, tmp_path)
 
 
-DATA_BRANCH_TASK = '''
+SIZE_BRANCH_TASK = '''
 import torch
 import torch.nn as nn
 
 
 class Model(nn.Module):
     def forward(self, x):
-        if x.shape[0] > 2:  # a branch on a traced size: the program would hold one side only
+        if x.shape[0] > 2:  # a branch on a traced size: the program holds one side only
             return x * 2
         return x
 
@@ -191,10 +193,17 @@ def get_init_inputs():
 '''
 
 
-def test_other_control_flow_on_traced_values_is_still_refused(tmp_path):
-    task = task_from_source(tmp_path, "data_branch", DATA_BRANCH_TASK)
-    with pytest.raises(CoderError, match="tracing the reference failed"):
-        coder.apply(task, None, PORT)
+def test_a_branch_on_a_traced_size_is_taken_and_pinned(tmp_path):
+    """The trace answers the branch at the task's size (its only one) and pins that size: the program
+    checks it on entry, so at another size it refuses rather than take the branch the trace took
+    (trace/concrete.py; tests/coders/test_template_control.py has the rest)."""
+    task = task_from_source(tmp_path, "size_branch", SIZE_BRANCH_TASK)
+    program = coder.apply(task, None, PORT)
+    assert ProgramIR.from_dict(program.metadata["template_ir"]).pins == [["x", 0, 4]]
+    check(task, program, tmp_path)
+    model = import_program(program.source, tmp_path, "other").ModelNew()
+    with pytest.raises(ValueError, match=r"traced at x\.shape\[0\] == 4"):
+        model(torch.rand(2, 5))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -247,8 +256,8 @@ import torch.nn as nn
 class Model(nn.Module):
     def forward(self, x, h0=None):
         if h0 is None:
-            h0 = torch.zeros_like(x)
-        return x + h0
+            h0 = torch.zeros(x.size(0), x.size(1), device=x.device)
+        return x * 2 + h0
 
 
 def get_inputs():
@@ -260,9 +269,14 @@ def get_init_inputs():
 '''
 
 
-def test_a_left_out_argument_traced_as_a_tensor_is_named(tmp_path):
-    """fx traces h0 as a tensor, so `h0 is None` took the other branch (KernelBench's 35_LSTM):
-    the refusal says so instead of the replay's AttributeError."""
+def test_a_left_out_argument_takes_its_default(tmp_path):
+    """fx alone traces h0 as a tensor, so `h0 is None` took the other branch (KernelBench's 35_LSTM)
+    and the replay failed: the trace now takes the default the reference takes, and the program keeps
+    the parameter with its default, refusing any other value (it holds the default's branch only)."""
     task = task_from_source(tmp_path, "left_out", LEFT_OUT_TASK)
-    with pytest.raises(CoderError, match="get_inputs leaves out h0"):
-        coder.apply(task, None, PORT)
+    program = coder.apply(task, None, PORT)
+    assert "def forward(self, x, h0=None):" in program.source
+    check(task, program, tmp_path)
+    model = import_program(program.source, tmp_path, "given").ModelNew()
+    with pytest.raises(ValueError, match="traced with h0=None"):
+        model(torch.rand(4, 5), torch.rand(4, 5))

@@ -1,19 +1,16 @@
 """Assemble the program: imports, kernels with their launchers, and `ModelNew`.
 
-`ModelNew.__init__` is the reference's own constructor (and any helper module classes it builds,
-reduced to their constructors), so parameters have the same names, shapes and creation order:
-seeded weights match and `load_state_dict(reference.state_dict())` works. Its forward only runs
-the launchers (and a vendor-library call where the task allows one).
+`ModelNew.__init__` is the reference's own constructor (emit/constructor.py: with any helper module
+classes it builds, reduced to their constructors), so parameters have the same names, shapes and
+creation order: seeded weights match and `load_state_dict(reference.state_dict())` works. Its
+forward only runs the launchers (and a vendor-library call where the task allows one).
 """
 
 from __future__ import annotations
 
 import ast
-import builtins
-import io
+import itertools
 import re
-import textwrap
-import tokenize
 
 from coders.template.emit import (
     attention,
@@ -30,15 +27,14 @@ from coders.template.emit import (
 )
 from coders.template.emit import recurrent as recurrent_emit
 from coders.template.emit.common import Writer
+from coders.template.emit.constructor import constructor, forward_defaults
 from coders.template.emit.launch import Launcher, emit_configs
 from coders.template.ir import Kernel, ProgramIR, PyStep
-from coders.template.trace import unsupported
 from mtmc.tasks import Task
 
 _EMITTERS = {"pointwise": pointwise, "reduce": reduce, "matmul": matmul, "attention": attention,
              "conv": conv, "conv_transpose": conv_transpose, "pool": pool, "scan": scan, "argreduce": scan,
              "cat": cat, "recurrent": recurrent_emit}
-_KNOWN = {"torch", "nn", "F", "math", "self", "super"} | set(dir(builtins))
 
 
 def kernel_name(kernel: Kernel) -> str:
@@ -58,7 +54,7 @@ def generate(task: Task, ir: ProgramIR) -> str:
     w()
     w("import torch")
     w("import torch.nn as nn")
-    if "F." in init or "F." in prelude:
+    if "F." in init or "F." in prelude or any(isinstance(s, PyStep) and "F." in s.expr for s in ir.steps):
         w("import torch.nn.functional as F")
     w("import triton")
     w("import triton.language as tl")
@@ -88,9 +84,27 @@ def generate(task: Task, ir: ProgramIR) -> str:
     for line in init.rstrip().splitlines():
         w(line)
     w()
-    defaults = _forward_defaults(task)
-    w(f"def forward(self, {', '.join(a + defaults.get(a, '') for a in ir.args)}):")
+    _emit_forward(w, task, ir)
+    return _tidy(w.text())
+
+
+def _emit_forward(w: Writer, task: Task, ir: ProgramIR) -> None:
+    """ModelNew.forward: the entry checks, then each step in order."""
+    defaults = forward_defaults(task)
+    # the parameters the inputs leave out took their defaults in the trace (trace/fx_tracer.py): the
+    # program keeps them with those defaults and refuses other values, whose branch it does not hold
+    left_out = list(itertools.takewhile(bool, [f"{name}{default}" if default else ""
+                                               for name, default in list(defaults.items())[len(ir.args):]]))
+    if list(defaults)[:len(ir.args)] != list(ir.args):  # an input renamed in the trace: positions differ
+        left_out = []
+    params = [a + defaults.get(a, "") for a in ir.args] + left_out
+    w(f"def forward(self, {', '.join(params)}):")
     w.indent()
+    _emit_pins(w, ir)
+    for param in left_out:
+        name, default = param.split("=", 1)
+        w(f"if {name} is not {default}:" if default == "None" else f"if {name} != {default}:")
+        w(f"    raise ValueError({f'this program was traced with {param}, as the inputs leave it out'!r})")
     for step in ir.steps:
         if isinstance(step, PyStep):
             if step.library:
@@ -100,7 +114,20 @@ def generate(task: Task, ir: ProgramIR) -> str:
             outs = ", ".join(o.value for o in step.outputs)
             w(f"{outs} = {launcher_name(step)}({', '.join(Launcher(ir, step, '').inputs)})")
     w(f"return {ir.result}")
-    return _tidy(w.text())
+    w.dedent()
+
+
+def _emit_pins(w: Writer, ir: ProgramIR) -> None:
+    """The sizes the trace answered Python control flow with (trace/concrete.py): elsewhere the
+    reference may take another path, so the program refuses rather than compute something else."""
+    if not ir.pins:
+        return
+    reads = [f"tuple({name}.shape)" if dim is None else f"{name}.shape[{dim}]" for name, dim, _ in ir.pins]
+    sizes = [tuple(size) if dim is None else size for _, dim, size in ir.pins]
+    said = ", ".join(f"{read} == {size}" for read, size in zip(reads, sizes, strict=True))
+    w(f"if ({', '.join(reads)},) != {tuple(sizes)!r}:")
+    message = f"this program was traced at {said} (Python control flow of the reference reads it)"
+    w(f"    raise ValueError({message!r})")
 
 
 def _emit_kernels(w: Writer, ir: ProgramIR) -> None:
@@ -215,158 +242,3 @@ def _emit_triangle(w: Writer) -> None:
 def _tidy(text: str) -> str:
     text = re.sub(r"\n{4,}", "\n\n\n", text)
     return text.rstrip() + "\n"
-
-
-# --------------------------------------------------------------------------------------------------
-# the constructor
-# --------------------------------------------------------------------------------------------------
-
-def constructor(task: Task) -> tuple[str, str]:
-    """(`__init__` of Model as ModelNew's, module-level code it needs: constants, helper classes)."""
-    tree = ast.parse(task.source)
-    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
-    model = classes.get("Model")
-    if model is None:
-        raise unsupported("a task without a `class Model`")
-    init = next((f for f in model.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
-    if init is None:
-        init_text = "def __init__(self):\n    super().__init__()\n"
-    else:
-        init_text = _segment(task.source, init)
-        init_text = re.sub(r"super\(\s*Model\s*,", "super(ModelNew,", init_text)
-    # what the constructor may also use: class attributes (ResNet's `expansion`) first, methods
-    # other than the forward (`self._make_layer(...)`) after it
-    attributes = [n for n in model.body if isinstance(n, ast.Assign | ast.AnnAssign)]
-    methods = [n for n in model.body
-               if isinstance(n, ast.FunctionDef) and n.name not in ("__init__", "forward")]
-    if attributes or methods:
-        parts = [_segment(task.source, n) for n in attributes] + [init_text] + \
-            [re.sub(r"super\(\s*Model\s*,", "super(ModelNew,", _segment(task.source, n)) for n in methods]
-        init_text = "\n".join(part.rstrip() + "\n" for part in parts)
-    constants = _module_constants(tree, task.source)
-    aliases = _module_aliases(tree)
-    prelude: list[str] = []
-    done: set[str] = set()
-    # `Model` itself is rewritten (super(Model, self) -> super(ModelNew, self)), never copied.
-    todo = _free_names(init) - {"Model"} if init is not None else set()
-    for member in attributes + methods:
-        todo |= _free_names(member) - {"Model"}
-    while todo:
-        name = todo.pop()
-        if name in done or name in _KNOWN:
-            continue
-        done.add(name)
-        if name in constants:
-            node, text = constants[name]
-            prelude.insert(0, text)
-            todo |= _free_names(node)
-        elif name in aliases:  # `import torch as th`: renamed below (the verifier refuses `th = torch`)
-            continue
-        elif name in classes and name != "Model":
-            text, needs = _helper_class(classes[name], task.source)
-            prelude.append(text)
-            todo |= needs
-        else:
-            raise unsupported(f"Model.__init__ uses `{name}`, which the template coder cannot copy")
-    used = {k: v for k, v in aliases.items() if k in done}
-    return _rename(init_text, used), _rename("\n\n".join(prelude), used)
-
-
-def _forward_defaults(task: Task) -> dict[str, str]:
-    """`=<literal>` for each parameter of Model.forward with a constant default (`mask=None`): the
-    trace took the default's path, and a caller may leave the argument out, as get_inputs does."""
-    tree = ast.parse(task.source)
-    model = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"), None)
-    forward = next((f for f in getattr(model, "body", []) if isinstance(f, ast.FunctionDef) and
-                    f.name == "forward"), None)
-    if forward is None:
-        return {}
-    params = forward.args.posonlyargs + forward.args.args
-    pairs = zip(params[len(params) - len(forward.args.defaults):], forward.args.defaults, strict=True)
-    return {a.arg: f"={ast.unparse(d)}" for a, d in pairs if isinstance(d, ast.Constant)}
-
-
-def _segment(source: str, node: ast.AST) -> str:
-    """A node's source, dedented (the first line's indent is not part of the segment)."""
-    text = ast.get_source_segment(source, node, padded=True)
-    return textwrap.dedent(text)
-
-
-def _module_constants(tree: ast.Module, source: str) -> dict[str, tuple[ast.AST, str]]:
-    out = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
-                isinstance(node.targets[0], ast.Name):
-            out[node.targets[0].id] = (node, ast.get_source_segment(source, node))
-    return out
-
-
-# modules the program imports itself (emit/module.py generate), by the name it gives them
-_IMPORTED = {"torch": "torch", "torch.nn": "nn", "torch.nn.functional": "F", "math": "math"}
-
-
-def _rename(text: str, names: dict[str, str]) -> str:
-    """`text` with each name token in `names` replaced (strings and comments left alone)."""
-    if not names or not text:
-        return text
-    lines = text.splitlines(keepends=True)
-    hits = [t for t in tokenize.generate_tokens(io.StringIO(text).readline)
-            if t.type == tokenize.NAME and t.string in names]
-    for t in reversed(hits):  # right to left: earlier columns stay valid
-        row, (start, end) = t.start[0] - 1, (t.start[1], t.end[1])
-        lines[row] = lines[row][:start] + names[t.string] + lines[row][end:]
-    return "".join(lines)
-
-
-def _module_aliases(tree: ast.Module) -> dict[str, str]:
-    """Other names the task gives those modules (`import torch as th`): name -> the program's."""
-    return {a.asname: _IMPORTED[a.name] for node in tree.body if isinstance(node, ast.Import)
-            for a in node.names if a.asname and a.name in _IMPORTED and a.asname != _IMPORTED[a.name]}
-
-
-def _free_names(node: ast.AST) -> set[str]:
-    """Global names a function (or expression) reads. A function defined inside it (a builder
-    such as MobileNet's `conv_dw(inp, oup, stride)`) has its own scope: its parameters are not
-    free, and what it reads is free unless the outer scope binds it."""
-    bound: set[str] = set()
-    loads: set[str] = set()
-    scope: list[ast.AST] = [node]
-    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-        args = node.args
-        bound |= {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
-        bound |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
-        # what the signature reads (defaults, annotations, decorators) counts as read here
-        scope = [child for child in ast.iter_child_nodes(node)]
-
-    def visit(sub: ast.AST) -> None:
-        if sub is not node and isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-            if not isinstance(sub, ast.Lambda):
-                bound.add(sub.name)
-            loads.update(_free_names(sub))
-            return
-        if isinstance(sub, ast.Name):
-            (bound if isinstance(sub.ctx, ast.Store) else loads).add(sub.id)
-        elif isinstance(sub, ast.comprehension):
-            bound.update(n.id for n in ast.walk(sub.target) if isinstance(n, ast.Name))
-        for child in ast.iter_child_nodes(sub):
-            visit(child)
-
-    for child in scope:
-        visit(child)
-    return loads - bound
-
-
-def _helper_class(cls: ast.ClassDef, source: str) -> tuple[str, set[str]]:
-    """A task's helper module class without its forward (traced into the kernels); its other
-    methods stay, the constructor may call them (DenseNet's `_make_layer`)."""
-    keep = [n for n in cls.body if not (isinstance(n, ast.FunctionDef) and n.name == "forward")
-            and not (isinstance(n, ast.Expr) and isinstance(getattr(n, "value", None), ast.Constant))]
-    bases = ", ".join(ast.get_source_segment(source, b) for b in cls.bases)
-    lines = [f"class {cls.name}({bases}):"]
-    needs: set[str] = set()
-    for node in keep or [ast.Pass()]:
-        text = _segment(source, node) if not isinstance(node, ast.Pass) else "pass"
-        lines.append(textwrap.indent(text, "    "))
-        needs |= _free_names(node)
-    needs |= {n.id for b in cls.bases for n in ast.walk(b) if isinstance(n, ast.Name)}
-    return "\n".join(lines) + "\n", needs - {cls.name}

@@ -14,6 +14,7 @@ from coders.template.lower.matmul import attention_patterns, lower_attention, lo
 from coders.template.lower.pointwise import lower_cat, lower_pointwise
 from coders.template.lower.reduce import lower_reduce
 from coders.template.trace import GNode, Graph, Ref, Uncomputable, render, unsupported
+from coders.template.trace.graph import flat
 
 
 def lower(graph: Graph) -> ProgramIR:
@@ -22,7 +23,7 @@ def lower(graph: Graph) -> ProgramIR:
         values[node.name] = {"shape": list(node.shape) if node.is_tensor else None,
                              "dtype": dtype_name(node.dtype) if node.is_tensor else None}
     ir = ProgramIR(task=graph.task, args=list(graph.inputs), values=values, steps=[],
-                   result=_render_result(graph.result))
+                   result=_render_result(graph.result), pins=_pins(graph))
     used = _used_names(graph)
     for node in graph.nodes:
         if node.kind == "input" or node.name not in used:
@@ -59,12 +60,23 @@ def lower(graph: Graph) -> ProgramIR:
             continue  # a second output of its pool's or recurrence's kernel
         elif node.kind in scans.WALK_KINDS:
             ir.steps.append(scans.lower_walk(graph, node))
-        elif node.kind in ("flip", "zeros"):
-            raise unsupported(f"{node.op} (other than around a cumsum: a reverse or an exclusive scan)")
+        elif node.kind == "zeros":  # a zero tensor used as data (a cat's part): allocation, glue
+            src = node.attrs["refs"][0].name
+            ir.steps.append(PyStep(outs=[node.name], expr=f"torch.zeros_like({src}, dtype={node.dtype})",
+                                   uses=[src]))
+        elif node.kind == "flip":
+            raise unsupported(f"{node.op} (other than around a cumsum: a reverse)")
         else:
             raise unsupported(f"node kind {node.kind}")
     ir.patterns = attention_patterns(graph)
     return ir
+
+
+def _pins(graph: Graph) -> list[list[Any]]:
+    """[input, dim, traced size] for each size the graph assumes (dim None: [input, None, shape])."""
+    shapes = {name: graph.node(name).shape for name in graph.inputs}
+    return [[name, dim, list(shapes[name]) if dim is None else shapes[name][dim]]
+            for name, dim in graph.pins]
 
 
 def _check_scalar_uses(graph: Graph, node: GNode) -> None:
@@ -83,8 +95,9 @@ def _check_scalar_uses(graph: Graph, node: GNode) -> None:
 
 
 def _render_result(result: Any) -> str:
-    if isinstance(result, Uncomputable):
-        raise unsupported(result.what)
+    for item in flat([result]):  # a returned value the coder cannot compute says why
+        if isinstance(item, Uncomputable):
+            raise unsupported(item.what)
     if isinstance(result, Ref):
         return result.name
     if isinstance(result, tuple | list):

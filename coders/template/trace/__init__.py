@@ -21,10 +21,13 @@ methods, torch.* functions and nn modules that mean the same op all map to one c
     recurrent_state   its h_n or c_n
 
 The package, by role: `core.py` (`trace`: the fx trace and the meta replay), `fx_tracer.py` (the fx
-tracer), `normalizer.py` (the walk over the fx graph), `signatures.py` (the op table: spellings ->
-canonical op and parameters), `interface.py` (what a handler is and may do), `registry.py` (canonical
-op -> handler) and the handlers by family: `elementwise.py`, `reductions.py`, `norms.py`,
-`matmul.py`, `spatial.py`, `walks.py`, `modules.py` (nn modules, and their table), `transformer.py`,
+tracer), `concrete.py` (Python control flow on sizes, answered at the traced sizes and pinned),
+`pin_check.py` (whether the pins hold at the sizes the task is checked at), `einops_rearrange.py`
+(`einops.rearrange` as views), `normalizer.py` (the walk over the fx graph), `signatures.py` (the op
+table: spellings -> canonical op and parameters), `interface.py` (what a handler is and may do),
+`registry.py` (canonical op -> handler) and the handlers by family: `elementwise.py`,
+`reductions.py`, `norms.py`, `matmul.py` (with `einsum.py`, an einsum of several matmuls),
+`spatial.py` (with F.pad), `walks.py`, `modules.py` (nn modules, and their table), `transformer.py`,
 `metric_losses.py`, `patches.py`; `graph.py` (the nodes) and `render.py` (py nodes as Python).
 Families that also lower (scans, recurrent layers, transposed convolutions) live beside the passes,
 in coders/template/, and are imported when first called (they import this package).

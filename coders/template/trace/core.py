@@ -10,10 +10,13 @@ from typing import Any
 import torch
 import torch.fx as fx
 
+from coders.template.trace.einops_rearrange import traced_rearrange
 from coders.template.trace.fx_tracer import symbolic_trace
 from coders.template.trace.graph import Graph, flat, unsupported
 from coders.template.trace.normalizer import Normalizer
-from coders.template.trace.signatures import FACTORIES
+from coders.template.trace.pin_check import check_pins
+from coders.template.trace.signatures import FACTORIES, RANDOM_FACTORIES
+from mtmc.protocols import CoderError
 from mtmc.tasks import Task
 from mtmc.tasks.task import on_meta
 
@@ -25,8 +28,10 @@ def trace(task: Task, sizes: dict | None = None) -> Graph:
         inputs = task.make_inputs(seed=0, sizes=sizes)
     before = set(vars(model))
     try:
-        with _traceable_factories():
-            gm = symbolic_trace(model)
+        with _traceable_factories(), traced_rearrange(model):
+            gm = symbolic_trace(model, inputs)
+    except CoderError:
+        raise
     except Exception as err:  # data-dependent control flow, unsupported Python on proxies, ...
         raise unsupported(f"tracing the reference failed ({type(err).__name__}: {err})") from None
     # fx keeps a tensor it meets while tracing (`torch.tensor(self.value)`) as a new attribute of the
@@ -53,7 +58,9 @@ def trace(task: Task, sizes: dict | None = None) -> Graph:
         raise unsupported(f"an op with no meta kernel ({err})") from None
     except Exception as err:  # the graph fx recorded does not run on the task's own inputs
         raise unsupported(_replay_failure(gm, inputs, err)) from None
-    return Normalizer(task, gm, results, made_by_trace).run()
+    graph = Normalizer(task, gm, results, made_by_trace, gm.meta["rebound"]).run()
+    check_pins(task, graph)
+    return graph
 
 
 def _replay_failure(gm: fx.GraphModule, inputs: list, err: Exception) -> str:
@@ -65,21 +72,34 @@ def _replay_failure(gm: fx.GraphModule, inputs: list, err: Exception) -> str:
     return f"the traced forward failed on the task's inputs ({type(err).__name__}: {first}{left_out})"
 
 
+_PYTHON_DTYPES = {bool: torch.bool, int: torch.int64, float: torch.float64, complex: torch.complex128}
+
+
 @contextlib.contextmanager
 def _traceable_factories():
-    originals = {name: getattr(torch, name) for name in FACTORIES}
+    """Factories record themselves (signatures.FACTORIES); random ones refuse (RANDOM_FACTORIES)."""
+    originals = {name: getattr(torch, name) for name in FACTORIES + RANDOM_FACTORIES}
 
     def recording(fn):
         def factory(*args, **kwargs):
             proxies = [a for a in flat([list(args), list(kwargs.values())]) if isinstance(a, fx.Proxy)]
             if proxies:
+                if isinstance(kwargs.get("dtype"), type):  # `dtype=bool`: torch's dtype for it
+                    kwargs["dtype"] = _PYTHON_DTYPES[kwargs["dtype"]]
                 return proxies[0].tracer.create_proxy("call_function", fn, args, kwargs)
             return fn(*args, **kwargs)
         return factory
 
+    def refusing(name):
+        def factory(*args, **kwargs):
+            raise unsupported(f"torch.{name} in the forward: its output is random, and the verifier "
+                              "does not seed the reference's and the program's forward calls alike "
+                              "(nor could a program's kernels draw PyTorch's numbers)")
+        return factory
+
     try:
         for name, fn in originals.items():
-            setattr(torch, name, recording(fn))
+            setattr(torch, name, recording(fn) if name in FACTORIES else refusing(name))
         yield
     finally:
         for name, fn in originals.items():

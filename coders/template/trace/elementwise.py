@@ -98,3 +98,10 @@ def dropout(nz: Builder, name: str, op: str, b: dict, result: Any) -> Ref:
 
 def alias(nz: Builder, name: str, op: str, b: dict, result: Any) -> Ref:
     return b["input"]
+
+
+def bitwise_not(nz: Builder, name: str, op: str, b: dict, result: Any) -> Ref:
+    """`~mask` of a bool tensor is its logical not (of an integer one, a bitwise not: not taken)."""
+    if result is None or result.dtype != torch.bool:
+        raise unsupported("~ (bitwise not) of a tensor other than bool")
+    return pointwise(nz, name, "logical_not", b, result)

@@ -48,6 +48,8 @@ class Graph:
     inputs: list[str]
     nodes: list[GNode]
     result: Any  # Ref, or a tuple/list of Refs (the forward's return structure)
+    # (input, dim) whose traced size the graph assumes, dim None for all (trace/concrete.py)
+    pins: list[tuple[str, int | None]] = field(default_factory=list)
 
     def node(self, name: str) -> GNode:
         return self._index()[name]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from coders.template.trace.einsum import einsum_chain
 from coders.template.trace.graph import Ref, unsupported
 from coders.template.trace.interface import Builder
 
@@ -42,16 +43,19 @@ def matmul(nz: Builder, name: str, op: str, b: dict, result: Any) -> Ref:
 
 
 def einsum(nz: Builder, name: str, op: str, b: dict, result: Any) -> Ref:
-    """An einsum that is one matmul (einsum_form) becomes that matmul node."""
+    """An einsum that is one matmul (einsum_form) becomes that matmul node; any other, a chain of
+    matmuls and products (trace/einsum.py)."""
     args, kwargs = list(b["args"]), b["kwargs"]
     if not args or not isinstance(args[0], str) or kwargs:
         raise unsupported("einsum without a literal equation")
     equation, operands = args[0], args[1:]
     if len(operands) == 1 and isinstance(operands[0], list | tuple):
         operands = list(operands[0])
+    if len(operands) < 2 or not all(nz.is_tensor(t) for t in operands):
+        raise unsupported(f"einsum {equation!r} of fewer than two tensors")
     form = einsum_form(equation) if len(operands) == 2 else None
-    if form is None or not all(nz.is_tensor(t) for t in operands):
-        raise unsupported(f"einsum {equation!r} (only the equations of one matmul or bmm)")
+    if form is None:  # several matmuls and products, or one in another layout
+        return einsum_chain(nz, name, equation, list(operands), result)
     return nz.add(name, "matmul", form, [operands[0], operands[1], None], {"form": form}, like=result)
 
 

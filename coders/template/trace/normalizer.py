@@ -29,9 +29,12 @@ from mtmc.tasks import Task
 
 class Normalizer:
     def __init__(self, task: Task, gm: fx.GraphModule, results: dict[str, Any],
-                 made_by_trace: set[str]) -> None:
+                 made_by_trace: set[str], rebound: set[str] = frozenset()) -> None:
         self.task = task.name
         self.made_by_trace = made_by_trace  # attributes fx added to the model: tensor constants
+        # attributes the forward rebinds or overwrites: state it carries from one call to the next
+        self.stateful = set(rebound) | _copied_into(gm)
+        self.written: dict[str, Ref] = {}  # attribute path -> the value the forward copied into it
         self.library = tuple(task.library_ops)
         self.gm = gm
         self.results = results
@@ -113,14 +116,46 @@ class Normalizer:
                 inputs.append(name)
                 self.env[n.name] = Ref(name)
             elif n.op == "get_attr":
-                self.env[n.name] = self.param(n.target)
+                self.env[n.name] = self.attribute(n.target)
             elif n.op == "output":
                 result = self.map_args(n.args[0])
             else:
                 args = self.map_args(list(n.args))
                 kwargs = self.map_args(dict(n.kwargs))
                 self.env[n.name] = self.call(n, args, kwargs)
-        return Graph(self.task, inputs, self.nodes, result)
+        return Graph(self.task, inputs, self.nodes, result, self.pins())
+
+    def pins(self) -> list[tuple[str, int | None]]:
+        """The traced sizes the graph assumes (trace/concrete.py), by the program's input names."""
+        names = {n.target: self.env[n.name].name for n in self.gm.graph.nodes if n.op == "placeholder"}
+        pins = self.gm.meta.get("pins", set())
+        whole = {target for target, dim in pins if dim is None}  # a whole shape covers its dims
+        return sorted(((names[target], dim) for target, dim in pins if dim is None or target not in whole),
+                      key=lambda pin: (pin[0], -1 if pin[1] is None else pin[1]))
+
+    def attribute(self, path: str) -> Any:
+        """A module attribute the forward reads. One it overwrites is read as the forward left it;
+        read before that, it is state from the previous call, which a program cannot keep."""
+        if path in self.written:
+            return self.written[path]
+        if path in self.stateful:
+            return Uncomputable(f"self.{path} as the forward finds it: the forward overwrites it, so "
+                                "its value carries over from the previous call")
+        return self.param(path)
+
+    def copy_into(self, n: fx.Node, args: list, result: Any) -> Ref:
+        """`self.attr.copy_(src)` that overwrites a whole attribute with a value of its shape and
+        dtype: later reads of it in this call read `src` (the state it also leaves is not output)."""
+        dst = n.args[0]
+        src = args[1] if len(args) > 1 else None
+        if not (isinstance(dst, fx.Node) and dst.op == "get_attr"):
+            raise unsupported("copy_ into a value other than a module attribute (in-place writes)")
+        if not self.is_tensor(src) or self.shape(src) != tuple(result.shape) or \
+                self.meta(src).dtype != result.dtype:
+            raise unsupported(f"copy_ into self.{dst.target} of a value of another shape or dtype")
+        self.written[dst.target] = src
+        self.env[dst.name] = src
+        return src
 
     def param(self, path: str) -> Ref:
         name = "p_" + path.replace(".", "_")
@@ -165,6 +200,8 @@ class Normalizer:
 
     def call(self, n: fx.Node, args: list, kwargs: dict) -> Any:
         result = self.results.get(n.name)
+        if n.op == "call_method" and n.target == "copy_":  # its destination may be state (above)
+            return self.copy_into(n, args, result)
         bad = [a for a in flat([args, list(kwargs.values())]) if isinstance(a, Uncomputable)]
         if n.target in (operator.getitem, getattr) and isinstance(args[0], tuple | list):
             index = {"values": 0, "indices": 1}.get(args[1], args[1])
@@ -259,6 +296,12 @@ class Normalizer:
                 canonical not in PURE_VIEWS:
             raise unsupported(f"op {n.target}")
         return self.py(n.name, expr, result, alias_of=alias, args=list(args) + list(kwargs.values()))
+
+
+def _copied_into(gm: fx.GraphModule) -> set[str]:
+    """The attributes the graph overwrites in place (`self.hidden.copy_(h0)`)."""
+    return {n.args[0].target for n in gm.graph.nodes if n.op == "call_method" and n.target == "copy_"
+            and isinstance(n.args[0], fx.Node) and n.args[0].op == "get_attr"}
 
 
 def _has_param(gm: nn.Module, path: str) -> bool:

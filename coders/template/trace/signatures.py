@@ -18,6 +18,9 @@ from coders.template.trace.graph import unsupported
 # Tensor factories take no tensor argument, so fx cannot see a call whose sizes are traced values
 # (`torch.ones(L, L)` with L = q.shape[-2]); while tracing they record themselves as graph nodes.
 FACTORIES = ("ones", "zeros", "full", "empty", "arange", "eye")
+# Factories that draw random numbers: a forward calling one has a random output (trace/core.py)
+RANDOM_FACTORIES = ("rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like",
+                    "normal", "bernoulli", "multinomial", "poisson")
 
 
 # Python names and the names generated launchers and kernels use for themselves: graph values never
@@ -82,6 +85,7 @@ for _cmp, _op in (("gt", operator.gt), ("lt", operator.lt), ("ge", operator.ge),
 _reg("where", ["condition", "input", "other"], torch.where, ".where")
 _reg("masked_fill", _X + ["mask", "value"], torch.masked_fill, ".masked_fill")
 _reg("logical_not", _X, torch.logical_not, ".logical_not")
+_reg("bitwise_not", _X, operator.invert, torch.bitwise_not, ".bitwise_not")
 _reg("lerp", _X + ["end", "weight"], torch.lerp, ".lerp")
 _reg("addcmul", _X + ["tensor1", "tensor2", "value"], torch.addcmul, ".addcmul")
 _reg("cast_float", _X, ".float")
@@ -92,6 +96,8 @@ _reg("type_as", _X + ["other"], ".type_as")
 _reg("dropout", _X + ["p", "training", "inplace"], F.dropout, torch.dropout, F.dropout1d,
      F.dropout2d, F.alpha_dropout)
 _reg("cat", ["tensors", "dim"], torch.cat, torch.concat, torch.concatenate)
+_reg("stack", ["tensors", "dim"], torch.stack)
+_reg("pad", _X + ["pad", "mode", "value"], F.pad)
 _reg("batch_norm", _X + ["running_mean", "running_var", "weight", "bias", "training", "momentum",
                          "eps"], F.batch_norm)
 _reg("alias", _X, ".contiguous", ".clone", ".detach", torch.clone, torch.detach)

@@ -51,3 +51,16 @@ def pool_node(nz: Builder, name: str, call: pooling.PoolCall, x: Ref, result: An
     indices = nz.add(f"{name}_indices", "pool_indices", "", [pool], like=result[1])
     nz.meta(pool).attrs["indices"] = indices.name
     return (pool, indices)
+
+
+def pad(nz: Builder, name: str, op: str, b: dict, result: Any) -> Ref:
+    """F.pad with a constant: glue, as a cat is (a fill and a copy, no arithmetic), so the program
+    calls it; the other modes compute (a reflection's gather) and are not taken."""
+    mode, value = b.get("mode", "constant"), b.get("value")
+    if mode != "constant":
+        raise unsupported(f"F.pad mode={mode!r} (only 'constant')")
+    if isinstance(value, Ref):
+        raise unsupported("F.pad with a computed value")
+    x = b["input"]
+    expr = f"F.pad({x.name}, {render(list(b['pad']))}, value={render(float(value or 0))})"
+    return nz.py(name, expr, result, args=[x, *[v for v in flat([b["pad"]]) if isinstance(v, Ref)]])

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
+
 from coders.template.trace.graph import Ref, unsupported
 from coders.template.trace.interface import Builder
 
@@ -32,3 +34,19 @@ def cat(nz: Builder, name: str, op: str, b: dict, result: Any) -> Ref:
     if any(len(nz.shape(p)) != rank for p in parts):
         raise unsupported("cat of tensors of different ranks")
     return nz.add(name, "cat", "cat", parts, {"dim": b.get("dim", 0) % rank}, like=result)
+
+
+def stack(nz: Builder, name: str, op: str, b: dict, result: Any) -> Ref:
+    """torch.stack: a cat of the tensors, each viewed with a unit dim at `dim`."""
+    parts = list(b["tensors"])
+    if not parts or not all(nz.is_tensor(p) for p in parts) or not isinstance(b.get("dim", 0), int):
+        raise unsupported("stack of a computed list or along a computed dim")
+    dim = b.get("dim", 0) % (len(nz.shape(parts[0])) + 1)
+    views = []
+    for i, part in enumerate(parts):
+        shape = list(nz.shape(part))
+        shape.insert(dim, 1)
+        like = torch.empty(shape, dtype=nz.meta(part).dtype, device="meta")
+        views.append(nz.py(f"{name}_part{i}", f"{part.name}.unsqueeze({dim})", like, alias_of=part.name,
+                           args=[part]))
+    return cat(nz, name, "cat", {"tensors": views, "dim": dim}, result)
