@@ -4,6 +4,9 @@ PyTorch on the CPU interpreter at small, odd sizes."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -135,6 +138,29 @@ def test_concatenation_stays_a_copy_through_fusions_and_its_knobs(tmp_path):
 def test_constructor_helpers_are_copied_and_match_reference(tmp_path):
     task = cnn_task("constructor_helpers")
     check(task, coder.apply(task, None, PORT), tmp_path)
+
+
+PORT_SOURCE = """
+import sys
+from coders.template import TemplateCoder
+from mtmc.strategies import PORT
+from mtmc.tasks import load_task
+sys.stdout.write(TemplateCoder().apply(load_task(sys.argv[1]), None, PORT).source)
+"""
+
+
+def test_helpers_are_copied_in_the_tasks_order_whatever_the_hash_seed(tmp_path):
+    """The program is the same in every process (the verifier's cache and `tree check` rely on it):
+    its copied classes and constants stand in the task's order, not a set's (PYTHONHASHSEED)."""
+    path = TASKS / "helper_order.py"
+    sources = {subprocess.run([sys.executable, "-c", PORT_SOURCE, str(path)], check=True, capture_output=True,
+                              text=True, env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout
+               for seed in (0, 1, 2, 3)}
+    assert len(sources) == 1
+    source = sources.pop()
+    order = [source.index(s) for s in ("GROWTH = 3", "LAYERS = 2", "class DenseBlock", "class Transition")]
+    assert order == sorted(order)
+    check(cnn_task("helper_order"), coder.apply(cnn_task("helper_order"), None, PORT), tmp_path)
 
 
 def test_channel_shuffle_matches_reference(tmp_path):

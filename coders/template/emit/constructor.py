@@ -42,7 +42,7 @@ def constructor(task: Task) -> tuple[str, str]:
         init_text = "\n".join(part.rstrip() + "\n" for part in parts)
     constants = _module_constants(tree, task.source)
     aliases = _module_aliases(tree)
-    prelude: list[str] = []
+    prelude: list[tuple[int, str]] = []  # (line in the task's source, text): emitted in the source's order
     done: set[str] = set()
     # `Model` itself is rewritten (super(Model, self) -> super(ModelNew, self)), never copied.
     todo = _free_names(init) - {"Model"} if init is not None else set()
@@ -55,18 +55,20 @@ def constructor(task: Task) -> tuple[str, str]:
         done.add(name)
         if name in constants:
             node, text = constants[name]
-            prelude.insert(0, text)
+            prelude.append((node.lineno, text))
             todo |= _free_names(node)
         elif name in aliases:  # `import torch as th`: renamed below (the verifier refuses `th = torch`)
             continue
         elif name in classes and name != "Model":
             text, needs = _helper_class(classes[name], task.source)
-            prelude.append(text)
+            prelude.append((classes[name].lineno, text))
             todo |= needs
         else:
             raise unsupported(f"Model.__init__ uses `{name}`, which the template coder cannot copy")
     used = {k: v for k, v in aliases.items() if k in done}
-    return _rename(init_text, used), _rename("\n\n".join(prelude), used)
+    # the task's own order, not the set's (which follows PYTHONHASHSEED): the same task gives the same
+    # program in every process, and a base class or constant stands before its first use, as in the task
+    return _rename(init_text, used), _rename("\n\n".join(text for _, text in sorted(prelude)), used)
 
 
 def _methods_called(init: ast.FunctionDef | None, methods: list[ast.FunctionDef]) -> list[ast.FunctionDef]:
