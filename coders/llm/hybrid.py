@@ -4,7 +4,9 @@ With the template coder as `start` (conf/coder/openai.yaml: `start:`, on while `
 the first step is a verified-correct program for free where the template supports the task; the LLM
 takes over from the second step, and from the first one where `start` cannot port the task or its
 port failed verification (a retry of the port, with the verdict as feedback, goes to the model,
-which is shown the failed port).
+which is shown the failed port). One refusal is the start coder's to mend: `tf32_beyond_eager` (a TF32
+conv where eager computed in fp32 on that GPU), which the template coder's retry answers with the same
+port in an fp32-exact form (coders/template/exact_fp32.py), a known-good program no model call can beat.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from mtmc.program import Program
 from mtmc.protocols import Coder, CoderError
 from mtmc.strategies import Strategy
 from mtmc.tasks import Task
-from mtmc.verify.verdict import Verdict
+from mtmc.verify.verdict import TF32_BEYOND_EAGER, Verdict
 
 
 class HybridCoder:
@@ -25,8 +27,8 @@ class HybridCoder:
 
     def apply(self, task: Task, program: Program | None, strategy: Strategy,
               feedback: Verdict | None = None) -> Program:
-        if strategy.kind == "port" and feedback is None:
-            port = self._port(task, strategy)
+        if strategy.kind == "port" and (feedback is None or feedback.reason == TF32_BEYOND_EAGER):
+            port = self._port(task, strategy, feedback)
             if port is not None:
                 return self.llm.adopt(task, strategy, port)
         return self.llm.apply(task, program, strategy, feedback)
@@ -34,10 +36,10 @@ class HybridCoder:
     def legal_strategies(self, task: Task, program: Program | None) -> list[Strategy]:
         return self.llm.legal_strategies(task, program)
 
-    def _port(self, task: Task, strategy: Strategy) -> Program | None:
-        """The start coder's port, or None where it does not support the task."""
+    def _port(self, task: Task, strategy: Strategy, feedback: Verdict | None) -> Program | None:
+        """The start coder's port (its retry with `feedback`), or None where it cannot give one."""
         try:
-            return self.start.apply(task, None, strategy)
+            return self.start.apply(task, None, strategy, feedback)
         except CoderError:
             return None
 

@@ -173,3 +173,15 @@ def test_stop_is_never_applied():
         LLMCoder(ScriptedChat()).apply(tiny_task(), None, STOP)
     with pytest.raises(CoderError, match="stop"):
         hybrid(ScriptedChat()).apply(tiny_task(), None, STOP)
+
+
+def test_a_port_refused_for_tf32_is_retried_by_the_template_without_asking_the_model():
+    """tf32_beyond_eager is the template's to mend: its retry is the same port, fp32-exact."""
+    from tests.coders.test_template_exact_fp32 import REFUSED, runs_task
+
+    task, chat = runs_task(), ScriptedChat(fenced(PROGRAM))
+    coder = hybrid(chat)
+    port = coder.apply(task, None, PORT)
+    retry = coder.apply(task, None, PORT, feedback=REFUSED)
+    assert chat.sent == [] and retry.source == TemplateCoder().apply(task, None, PORT, REFUSED).source
+    assert retry.source != port.source and 'input_precision="tf32"' not in retry.source
