@@ -152,6 +152,13 @@ def tap_offsets(w: Writer, kernel: Kernel, tap: str) -> list[str]:
     return dims
 
 
+def pads(kernel: Kernel, dims: list[int]) -> bool:
+    """Whether the conv pads any of the spatial dims `dims` (indices into its padding): the static K
+    loops (conv_runs, conv_fma) keep a window test only there."""
+    padding = kernel.space["padding"]
+    return padding == "same" or any(padding[i] != 0 for i in dims)
+
+
 def window_inside(dims: list[str]) -> str:
     """Each row's test that its window, shifted by the tap (dk_<dim>), lies inside the input."""
     return " & ".join(f"(i0_{s} + dk_{s} >= 0) & (i0_{s} + dk_{s} < in_{s})" for s in dims)

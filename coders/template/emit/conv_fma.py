@@ -147,11 +147,6 @@ def k_loop(w: Writer, kernel: Kernel) -> None:
     w.dedent()
 
 
-def _pads(kernel: Kernel, dims: list[int]) -> bool:
-    padding = kernel.space["padding"]
-    return padding == "same" or any(padding[i] != 0 for i in dims)
-
-
 def _k_loop_static(w: Writer, kernel: Kernel) -> None:
     """k_loop with the constexprs of `static`: the same products in the same order."""
     dims = conv.spatial(kernel)
@@ -166,7 +161,7 @@ def _k_loop_static(w: Writer, kernel: Kernel) -> None:
     w(f"for t_{last} in tl.static_range(KS_{last}):  # unrolled: the last dim's taps x the channels")
     w.indent()
     w(f"dk_{last} = t_{last} * dil_{last}")
-    if _pads(kernel, [-1]):
+    if conv.pads(kernel, [-1]):
         inside = f"(i0_{last} + dk_{last} >= 0) & (i0_{last} + dk_{last} < in_{last})"
         w(f"tap_in = {mask} & {inside}" if mask else f"tap_in = {inside}")
         mask = "tap_in"
@@ -196,7 +191,7 @@ def _outer_tap(w: Writer, kernel: Kernel, outer: list[str], last: str) -> tuple[
     for s in outer[1:]:
         offset = f"{offset if offset.isidentifier() else f'({offset})'} * in_{s} + dk_{s}"
     w(f"x_outer = x_rows + ({offset}) * in_{last}")
-    if not _pads(kernel, list(range(len(outer)))):
+    if not conv.pads(kernel, list(range(len(outer)))):
         return "x_outer", None
     w(f"row_in = {conv.window_inside(outer)}")
     return "x_outer", "row_in"

@@ -94,15 +94,6 @@ def launch_kwargs(kernel: Kernel) -> list[str]:
     return ["CIG_R=CIG", *(f"KS_{s}=ks_{s}" for s in conv.spatial(kernel))] if static(kernel) else []
 
 
-def _pads(kernel: Kernel, dims: list[int]) -> bool:
-    padding = kernel.space["padding"]
-    return padding == "same" or any(padding[i] != 0 for i in dims)
-
-
-def _pads_last_dim(kernel: Kernel) -> bool:
-    return _pads(kernel, [-1])
-
-
 def k_loop(w: Writer, kernel: Kernel) -> None:
     """emit/conv.py's gemm K loop (x_rows, w_rows, i0_<dim> and acc as it sets them)."""
     if static(kernel):
@@ -129,7 +120,7 @@ def k_loop(w: Writer, kernel: Kernel) -> None:
 def _load_run(w: Writer, kernel: Kernel, mask: str, channels: str, group: str, run: str) -> None:
     """The a and b tiles of a step (`channels`: the input's, `group`: a group's) and the dot."""
     last = conv.spatial(kernel)[-1]
-    if _pads_last_dim(kernel):
+    if conv.pads(kernel, [-1]):
         w(f"i_{last} = i0_{last}[:, None] + (k // {group})[None, :]  # each element's last-dim position")
         mask += f" & (i_{last} >= 0) & (i_{last} < in_{last})"
     w(f"a = tl.load(x_rows[:, None] + (tap_off * {channels} + k)[None, :], mask={mask}, other=0.0)")
@@ -164,7 +155,7 @@ def _k_loop_static(w: Writer, kernel: Kernel) -> None:
         offset = f"({offset}) * in_{s} + dk_{s}" if offset else f"dk_{s}"
     w(f"tap_off = ({offset}) * in_{last}" if outer else "tap_off = 0")
     mask = "(k < RUN)[None, :]"
-    if outer and _pads(kernel, list(range(len(outer)))):
+    if outer and conv.pads(kernel, list(range(len(outer)))):
         w(f"row_in = {conv.window_inside(outer)}")
         mask = f"row_in[:, None] & {mask}"
     _load_run(w, kernel, mask, "CIG_R", "CIG_R", "RUN")
