@@ -87,7 +87,7 @@ class Settings:
     seed: int | None = None
     strict: bool = False
     shared_gpus: str = ""  # shared mode (timing_gpu.py) in words; "" in the default, exclusive mode
-    large_case_bytes: int = LARGE_CASE_BYTES  # outputs a case past which the large-case plan holds
+    large_case_bytes: int = LARGE_CASE_BYTES  # inputs or outputs a case past which the large-case plan holds
     overlap_baselines: bool = False  # a task's baselines made beside its reference (overlap.py)
     # fp32 follows eager on this GPU: an output that passes only by a conv's TF32 allowance where eager
     # computed it in fp32 is refused, not just flagged (correctness.TF32_BEYOND_EAGER_REFUSAL)
