@@ -107,12 +107,17 @@ def test_rows_form_propagates_nan_and_takes_fp16(steps, tmp_path):
     check_module(task, rows_module(task, steps, tmp_path, "fp16"), task.sizes("cpu"))
 
 
-@pytest.mark.parametrize("nd, module, forward", [
-    # padding stays -inf / 0 after the prologue; the per-channel scale is one number per plane
+# pools with a fused prologue and epilogue, for the rows form and its slide (test_template_pool_slide):
+# padding stays -inf / 0 after the prologue; the per-channel scale is one number per plane (a 1-D step's
+# rows are different planes: the slide reloads it for each row's store)
+FUSED_POOLS = [
     (1, "nn.MaxPool1d(2, stride=1, padding=1)", "self.pool(x - 4.0) * self.scale"),
     (2, "nn.AvgPool2d(3, 1, 1)", "self.pool(x * self.scale + 3.0)"),
     (3, "nn.AvgPool3d(3, 2, 1)", "torch.tanh(self.pool(torch.relu(x) * self.scale)) + self.scale"),
-])
+]
+
+
+@pytest.mark.parametrize("nd, module, forward", FUSED_POOLS)
 def test_fused_prologue_and_epilogue_in_the_rows_form(nd, module, forward, tmp_path):
     task = pool_task(module, forward, nd=nd)
     fused = fuse_all(task, coder.apply(task, None, PORT))

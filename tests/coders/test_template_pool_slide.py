@@ -13,7 +13,7 @@ from coders.template.ir import ProgramIR
 from mtmc.strategies import PORT
 from tests.coders.test_template import check, check_module, import_program
 from tests.coders.test_template_pool import coder, formed, fuse_all, kernels, pool_task
-from tests.coders.test_template_pool_rows import ROWS_CASES, STRIP, task_nd
+from tests.coders.test_template_pool_rows import FUSED_POOLS, ROWS_CASES, STRIP, task_nd
 
 
 def slide_module(task, steps: list[str], tmp_path, tag: str, step: int, band: int = 3,
@@ -123,12 +123,7 @@ def test_strip_steps_keep_the_port_slide_and_other_forms_drop_it():
     assert "slide" not in kernels(ring)[0].config and "win_ring" in ring.source
 
 
-@pytest.mark.parametrize("nd, module, forward", [
-    # a 1-D step's rows are different planes: the per-channel scale is reloaded for each row's store
-    (1, "nn.MaxPool1d(2, stride=1, padding=1)", "self.pool(x - 4.0) * self.scale"),
-    (2, "nn.AvgPool2d(3, 1, 1)", "self.pool(x * self.scale + 3.0)"),
-    (3, "nn.AvgPool3d(3, 2, 1)", "torch.tanh(self.pool(torch.relu(x) * self.scale)) + self.scale"),
-])
+@pytest.mark.parametrize("nd, module, forward", FUSED_POOLS)
 def test_slide_with_fused_prologue_and_epilogue(nd, module, forward, tmp_path):
     task = pool_task(module, forward, nd=nd)
     program = formed(task, [STRIP], fuse_all(task, coder.apply(task, None, PORT)))
