@@ -59,6 +59,10 @@ def render_prompt(summary: TaskSummary, history: Sequence[StepRecord], steps_lef
     left out on purpose: evaluation tasks are never seen in training, names would not transfer.
     `floor_share` is the current program's share of the roofline floor (Verdict.roofline_fraction;
     `-` untimed): at ~1.0 nothing is left to win, the strongest reason to stop.
+
+    One line per finished step. A rejected step whose last attempt the verifier refused with a reason
+    code (StepRecord.reason, Verdict.reason: `tf32_beyond_eager`) ends in `reason <code>`, so the
+    planner can react to the cause; every other step's line is as it was before reasons were shown.
     """
     bound = "compute" if summary.intensity >= COMPUTE_BOUND_INTENSITY else "memory"
     lines = [
@@ -72,8 +76,9 @@ def render_prompt(summary: TaskSummary, history: Sequence[StepRecord], steps_lef
     for record in history:
         speedup = "-" if record.speedup is None else f"{record.speedup:.2f}x"
         verdict = "accepted" if record.accepted else "rejected"
+        reason = f" reason {record.reason}" if record.reason and not record.accepted else ""
         lines.append(f"step {record.index} {record.strategy} status {record.status} {verdict} "
-                     f"speedup {speedup}")
+                     f"speedup {speedup}{reason}")
     floor = "-" if floor_share is None else f"{floor_share:.2f}"
     lines += [f"floor {floor}", f"steps_left {steps_left}", PROMPT_END]
     return "\n".join(lines)

@@ -28,7 +28,7 @@ from mtmc.strategies import STOP, Strategy
 from mtmc.tasks import Task, TaskSummary
 from mtmc.tasks.summary import TensorInfo
 from mtmc.train.tiny import build_tiny
-from mtmc.verify.verdict import Status, Verdict
+from mtmc.verify.verdict import TF32_BEYOND_EAGER, Status, Verdict
 from planners.lm import LMPlanner
 
 SUMMARY = TaskSummary("sm", {"_softmax": 1}, [TensorInfo([4096, 4096], "float32")],
@@ -131,6 +131,17 @@ def test_prompt_shows_the_task_the_history_and_the_budget():
     assert "sm" not in prompt.split()  # no task name: eval tasks are never seen in training
     timed = [StepRecord(0, "port", "ok", True, 1.234, 0.4)]
     assert "step 0 port status ok accepted speedup 1.23x" in render_prompt(SUMMARY, timed, 5)
+
+
+def test_prompt_shows_why_a_refused_step_was_refused_and_nothing_more_for_the_others():
+    refused = [StepRecord(0, "port", "incorrect", False, None, -0.5, reason=TF32_BEYOND_EAGER),
+               StepRecord(1, "port", "ok", True, None, 0.2)]
+    lines = render_prompt(SUMMARY, refused, 6).splitlines()
+    assert "step 0 port status incorrect rejected speedup - reason tf32_beyond_eager" in lines
+    assert "step 1 port status ok accepted speedup -" in lines
+    # a step with no reason, or an accepted one (a flag, not a refusal), reads as it always did
+    plain = [StepRecord(0, "port", "ok", True, None, 0.2, reason=TF32_BEYOND_EAGER), HISTORY[1]]
+    assert render_prompt(SUMMARY, plain, 7) == render_prompt(SUMMARY, HISTORY, 7)
 
 
 def test_prompt_shows_how_close_the_program_is_to_the_floor():
