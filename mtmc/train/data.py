@@ -58,7 +58,8 @@ class RecordedRun:
         """The planner's history before `step`, as the graph's gate recorded it."""
         return [StepRecord(index=r["step"], strategy=r["strategy"], status=r["status"],
                            accepted=r["outcome"] == "accepted", speedup=r["speedup_eager"],
-                           reward=r["reward"])
+                           reward=r["reward"],
+                           reason=r["verdict"].get("reason", ""))  # a verdict from before reasons: none
                 for r in self.steps[:step]]
 
     def prompt(self, step: int) -> str:

@@ -16,6 +16,7 @@ from mtmc.lm_policy import state_prompt
 from mtmc.optimize import run_optimize
 from mtmc.tasks.task import task_from_file
 from mtmc.train.data import DataError, load_runs, plan_states, sft_examples
+from mtmc.verify.verdict import TF32_BEYOND_EAGER, Status
 from tests.graph.fakes import TASK_SOURCE, TaggedVerifier
 from tests.scripted_coder import ScriptedCoder
 from tests.scripted_planner import ScriptedPlanner
@@ -65,15 +66,23 @@ def test_prompts_are_the_ones_the_planner_saw_during_the_run(tmp_path):
             self.shown.append(state_prompt(state))
             return super().propose(state)
 
+    class Refusing(TaggedVerifier):  # an incorrect verdict names its cause, as the TF32 refusal does
+        def verify(self, task, program):
+            verdict = super().verify(task, program)
+            verdict.reason = TF32_BEYOND_EAGER if verdict.status == Status.INCORRECT else ""
+            return verdict
+
     planner = Recording(["port", "tile BLOCK=1024", "vectorize", "num_warps 8"])
     coder = ScriptedCoder({"tile BLOCK=1024": ["incorrect"], "vectorize": ["compile_error", "ok@0.5"]})
-    run_optimize(task, planner, coder, TaggedVerifier(eager_ms=1.0), tmp_path / "run",
+    run_optimize(task, planner, coder, Refusing(eager_ms=1.0), tmp_path / "run",
                  budgets=Budgets(max_steps=8, max_retries=1, time_limit_s=None),
                  console=Console(file=io.StringIO()))
 
     (run,) = load_runs([tmp_path / "run"], suite=str(tmp_path / "suite"))
     assert [run.prompt(i) for i in range(len(planner.shown))] == planner.shown
     assert "speedup 2.00x" in planner.shown[-1]  # the timed vectorize step, as the planner saw it
+    assert "step 1 tile BLOCK=1024 status incorrect rejected speedup - reason tf32_beyond_eager" in \
+        planner.shown[-1].splitlines()
     examples = sft_examples([run])
     assert [e["completion"] for e in examples] == [" port", " vectorize", " num_warps 8", " stop"]
 
