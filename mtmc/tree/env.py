@@ -14,8 +14,9 @@ error that cost no verifier call), the gate is the graph's own `decide` (a faile
 another one from the failed verdict, such as a tf32_beyond_eager port's fp32-exact twin; else the
 same program again, the same verdict and another call, as in a live run), and the budget is
 `max_steps`. The time limit is not modelled. Each StepRecord carries its last attempt's
-`Verdict.reason`, as the graph's do (the heuristic planner reads it). Retries beyond those the tree
-was recorded with (`mtmc tree record max_retries=`) repeat its last recorded attempt.
+`Verdict.reason`, as the graph's do (the heuristic planner reads it; the LM planner's prompt shows it,
+so `state_prompt(env.plan_state())` is the live prompt). Retries beyond those the tree was recorded
+with (`mtmc tree record max_retries=`) repeat its last recorded attempt.
 
 Return = log(port time / final time) - call_cost * verifier calls. Each step's reward is its share:
 the gain in log time of the accepted program (0 for the port, the baseline) minus its calls' cost,

@@ -13,6 +13,7 @@ import pytest
 
 from coders.template import TemplateCoder
 from mtmc.budgets import Budgets
+from mtmc.lm_policy import state_prompt
 from mtmc.optimize import run_optimize
 from mtmc.strategies import PORT, Strategy
 from mtmc.tree import ReplayVerifier, load_tree, read_rows, record_tree, verdict_of
@@ -26,6 +27,7 @@ from planners.greedy import GreedyPlanner
 from planners.heuristic import HeuristicPlanner
 from planners.random import RandomPlanner
 from tests.coders.test_template_exact_fp32 import runs_task
+from tests.scripted_planner import ScriptedPlanner
 from tests.tree.fakes import Tf32Verifier, branching_rows, tiny_task, write_rows
 
 coder = TemplateCoder()
@@ -147,6 +149,31 @@ def test_an_episode_is_the_live_loop_on_the_gpu_and_on_the_replayed_tree(tmp_pat
         assert [(r.strategy, r.accepted, r.reason) for r in env.history] == \
             [(r["strategy"], r["accepted"], r["reason"]) for r in live.history]
     assert replay.unrecorded == {}
+
+
+class Shown(ScriptedPlanner):
+    """A scripted planner that keeps the LM planner's prompt of every state it is shown."""
+
+    def __init__(self, steps):
+        super().__init__(steps)
+        self.prompts: list[str] = []
+
+    def propose(self, state):
+        self.prompts.append(state_prompt(state))
+        return super().propose(state)
+
+
+def test_the_environment_shows_the_lm_planner_the_live_loops_prompt_with_the_refusals_reason(tmp_path,
+                                                                                            recorded):
+    # no retry: the refused port stays in the history, with its reason, and is tried again
+    env, offline = TreeEnv(load_tree(recorded[0]), [TASK], max_steps=2, max_retries=0), Shown(["port"] * 2)
+    run_episode(env, offline, NAME)
+    live = Shown(["port"] * 2)
+    run_optimize(TASK, live, coder, Tf32Verifier(), tmp_path / "run",
+                 budgets=Budgets(max_steps=2, max_retries=0, time_limit_s=None))
+    assert offline.prompts == live.prompts and len(live.prompts) == 2
+    assert "step 0 port status incorrect rejected speedup - reason tf32_beyond_eager" in \
+        live.prompts[1].splitlines()
 
 
 def test_a_format_1_file_reads_with_empty_reasons_and_the_recorder_does_not_extend_it(tmp_path):
