@@ -2,8 +2,7 @@
 
     summary = record_tree(tasks, TemplateCoder(), verifier, "tree.jsonl", depth=2, time_limit_s=540)
 
-Breadth-first over all tasks together: level 0 (the ports) of every task, then level 1 of every
-task, and so on, so a run cut off by `time_limit_s` leaves whole levels behind it. A program is
+Breadth-first within each task: its level 0 (the port), then its level 1, and so on. A program is
 judged the first time the enumeration reaches it (de-duplicated by digest); only programs judged
 `ok` are expanded, since the gate never continues from a failed one. A failed step is retried as the
 graph's gate retries it, up to `max_retries` times with the failed verdict as the coder's feedback
@@ -12,28 +11,35 @@ expanded as the program the loop goes on from. A rerun enumerates again from
 the ports (the coder is deterministic and cheap: ~6 ms a step) and judges and writes only what the
 file lacks, so recording resumes across commands.
 
-Each level is enumerated for every task first (every step applied), then the new programs of all the
-tasks together are judged in batches of `batch` (default: the verifier's `concurrency`) that mix
-tasks, so a level of few programs per task (level 0: one port each) still keeps every worker busy;
-then each level's retries (the failed steps coded again, with the verdicts just written), then each
-task's edge and expanded rows are written. A batch goes through `verify_many` where the
-verifier has it (mtmc/verify/many.py: one program per worker at once, a GPU's fork-server for the
-local verifier, a fork-server for the interpreter's `workers`, an actor for verifier=ray), else one
-`verify` at a time, so any backend records. With `judge="batch"` each worker judges up to `chunk`
-programs of one task in one child instead (mtmc/verify/batch.py: trusted batches, for the template
-coder's programs only; the verdicts say `trusted_batch`). Node rows are written as verdicts come;
-the time limit is checked between batches, so a batch in flight is written whole. A task whose
-reference cannot run (VerifierError) is logged and left out, and the others go on. A verdict that
-failed for the machine (`infrastructure`: a dead worker, out of memory on a shared GPU) is not
-written and its parent not marked expanded, so the next run judges it again. On a GPU host, the
-verifier's shared mode (mtmc/verify/timing_gpu.py) judges many programs per GPU at once.
+Each task walks down its levels at its own pace, since nothing of a task's tree depends on another
+task: its level is enumerated, its new programs judged, then its retries round by round (the failed
+steps coded again, with the verdicts just written), then its edge and expanded rows are written and
+its next level starts, whatever level the other tasks are at. The jobs of all the tasks stream
+through the verifier's workers (stream.py): each starts as soon as a worker is free, a lower level's
+first, so no worker waits for the slowest program of a level or of a round (69 s against a median of
+a few seconds on an H100: BENCHMARKS.md, eighth session), and tasks mix (level 0, one port each,
+still keeps every worker busy). A job is one program through `verify` (judge="each", the full
+protocol), or up to `chunk` programs of one task in one child through `verify_batch` (judge="batch",
+mtmc/verify/batch.py: trusted batches, for the template coder's programs only; the verdicts say
+`trusted_batch`). Everything but the verifier's calls runs in this thread, and each task's steps are
+taken in an order that no verdict's timing changes, so the file holds the same rows whatever order
+the verdicts come in (only the order of the rows differs). Node rows are written as verdicts come.
+Once `time_limit_s` is spent no job starts and no level is enumerated; the running jobs end and are
+written, and a task whose level they complete gets its other rows, so each task's levels before the
+cut are whole. A task whose reference cannot run (VerifierError) is logged and left out, and the
+others go on. A verdict that failed for the machine (`infrastructure`: a dead worker, out of memory
+on a shared GPU) is not written and its parent not marked expanded, so the next run judges it again.
+On a GPU host, the verifier's shared mode (mtmc/verify/timing_gpu.py) judges many programs per GPU at
+once.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,15 +59,12 @@ from mtmc.tree.format import (
     verifier_settings,
 )
 from mtmc.tree.index import Tree
+from mtmc.tree.stream import JobStream
 from mtmc.verify import Verdict, VerifierError
-from mtmc.verify.batch import judge_in_batches
 from mtmc.verify.engine import cacheable
-from mtmc.verify.many import BatchError, judge_concurrently, verify_pairs
 
 log = logging.getLogger(__name__)
 Frontier = list[tuple[str | None, Program | None]]  # (digest, program); (None, None) before the port
-VerifyMany = Callable[[list[tuple[Task, Program]]], Iterator[tuple[int, Verdict]]]
-LEVEL = 10**9  # `batch` for trusted batches: a whole level at once
 JUDGES = ("each", "batch")  # each: the full protocol per program; batch: trusted batches (verify/batch.py)
 
 
@@ -71,7 +74,7 @@ class RecordSummary:
     in_file: int = 0  # programs reached that the file already held
     refused: int = 0  # steps the coder refused (a retry it refused too)
     retried: int = 0  # retries that wrote another program than the failed attempt (tf32_beyond_eager)
-    levels: int = 0  # levels finished (of depth + 1)
+    levels: int = 0  # levels every task finished (of depth + 1): edge and expanded rows written
     complete: bool = False  # False: the time limit cut the run; run it again to continue
     wall_s: float = 0.0
     broken: tuple[str, ...] = ()  # tasks whose reference could not run (VerifierError), left out
@@ -106,27 +109,54 @@ class _TaskLevel:
     waiting: set[str | None] = field(default_factory=set)  # parents of a step whose verdict a retry lacks
 
 
+@dataclass(eq=False)
+class _TaskRun:
+    """One task's walk down its levels: the level it is at, enumerated, and the round of it being judged
+    (0: its new programs; n: its n-th round of retries)."""
+
+    task: Task
+    frontier: Frontier  # the parents of its next level
+    seen: set[str] = field(default_factory=set)  # digests the enumeration reached
+    level: int = -1  # -1: before the port's
+    one: _TaskLevel | None = None  # the level, until its rows are written
+    round: int = 0
+    jobs: int = 0  # the round's jobs not answered yet
+    levels: int = 0  # levels finished
+
+
+@dataclass(eq=False)
+class _Job:
+    """Programs of one task judged in one go: one (judge=each), or up to `chunk` (trusted batches)."""
+
+    run: _TaskRun
+    level: int
+    steps: list[_Step]
+
+
 class _Rate:
-    """A level's progress in words every `every_s` seconds of `clock`: judged so far of the level's
-    programs, and the rate (a level of a few thousand programs runs for an hour on a GPU host)."""
+    """Progress in words every `every_s` seconds of `clock`: each unfinished level's verdicts so far of
+    the programs queued for it so far (tasks reach a level at their own pace), and the rate (a level of
+    a few thousand programs runs for an hour on a GPU host)."""
 
-    def __init__(self, level: int, total: int, clock: Callable[[], float], every_s: float = 60.0) -> None:
-        self.level, self.total, self.clock, self.every_s = level, total, clock, every_s
+    def __init__(self, clock: Callable[[], float], every_s: float = 60.0) -> None:
+        self.clock, self.every_s = clock, every_s
         self.start = self.last = clock()
-        self.done = 0
+        self.total: Counter[int] = Counter()
+        self.done: Counter[int] = Counter()
 
-    def tick(self) -> str:
-        self.done += 1
+    def add(self, level: int, programs: int) -> None:
+        self.total[level] += programs
+
+    def tick(self, level: int) -> str:
+        self.done[level] += 1
         now = self.clock()
         if now - self.last < self.every_s:
             return ""
         self.last = now
-        per_min = 60 * self.done / max(now - self.start, 1e-9)
-        return f"level {self.level}: {self.done} of {self.total} judged, {per_min:.1f} programs a minute"
-
-
-class _Cut(Exception):
-    """The time limit is spent: stop before the next batch."""
+        per_min = 60 * self.done.total() / max(now - self.start, 1e-9)
+        shown = sorted({lv for lv in self.total if self.done[lv] < self.total[lv]} | {level})
+        levels = ", ".join(f"level {lv}: {self.done[lv]} of {self.total[lv]} judged" for lv in shown)
+        return f"{levels}, {per_min:.1f} programs a minute"
 
 
 class Recorder:
@@ -134,10 +164,14 @@ class Recorder:
                  time_limit_s: float | None = None, batch: int | None = None, judge: str = "each",
                  chunk: int = 16, max_retries: int = MAX_RETRIES, clock: Callable[[], float] = time.monotonic,
                  progress: Callable[[str], None] = log.info) -> None:
-        if depth < 0 or max_retries < 0:
-            raise ValueError(f"depth and max_retries must be >= 0, got {depth} and {max_retries}")
+        if depth < 0 or max_retries < 0 or chunk < 1:
+            raise ValueError(f"depth and max_retries must be >= 0 and chunk >= 1, got {depth}, {max_retries} "
+                             f"and {chunk}")
         if judge not in JUDGES:
             raise ValueError(f"judge must be one of {', '.join(JUDGES)}, got {judge!r}")
+        if judge == "batch" and not callable(getattr(verifier, "verify_batch", None)):
+            raise ValueError(f"judge=batch: {type(verifier).__name__} has no verify_batch (trusted batches "
+                             "need the local or the interpreter verifier)")
         self.judge, self.chunk, self.max_retries = judge, chunk, max_retries
         self.coder, self.verifier, self.depth = coder, verifier, depth
         self.path = Path(path)
@@ -150,45 +184,53 @@ class Recorder:
         self.settings = verifier_settings(verifier, judge)
         self.clock, self.progress = clock, progress
         self.deadline = None if time_limit_s is None else clock() + time_limit_s
-        # programs judged between two looks at the clock: the verifier's parallelism (1 unless it has
-        # one). Trusted batches look at it before each batch of `chunk` starts instead, so by default a
-        # whole level streams through the workers (none waits for the slowest of a round: BENCHMARKS.md,
-        # eighth session)
-        self.batch = batch or (LEVEL if judge == "batch" else getattr(verifier, "concurrency", 1))
+        # jobs at once: one per worker of the verifier (1 unless it has several), so each job starts on
+        # a free worker and none queues inside the verifier, where a lower level could not overtake it
+        self.batch = batch or getattr(verifier, "concurrency", 1)
         self.summary = RecordSummary()
         self.broken: dict[str, str] = {}  # task -> why its reference cannot run, in the order found
-        self._rate = _Rate(0, 0, clock)  # the level being judged: progress lines as verdicts come
+        self._rate = _Rate(clock)
 
     def run(self, tasks: Sequence[Task]) -> RecordSummary:
         start = self.clock()
-        frontier: dict[str, Frontier] = {task.name: [(None, None)] for task in tasks}
-        seen: dict[str, set[str]] = {task.name: set() for task in tasks}
-        with RowWriter(self.path) as self.out:
-            try:
-                for level in range(self.depth + 1):
-                    self._level(tasks, frontier, seen, level)
-                    self.summary.levels = level + 1
-                self.summary.complete = not self.summary.retry  # else a rerun judges those again
-            except _Cut:
-                self.progress(f"time limit: stopped in level {self.summary.levels}; run again to continue")
+        runs = [_TaskRun(task, [(None, None)]) for task in tasks]
+        size = f"up to {self.chunk} programs of a task" if self.judge == "batch" else "one program"
+        self.progress(f"{len(runs)} tasks to depth {self.depth}: {self.batch} jobs at once, {size} each")
+        with RowWriter(self.path) as self.out, JobStream(self.batch, stop=self._past_deadline) as self.stream:
+            for task_run in runs:  # each task's ports, judged as soon as they are coded
+                self._advance(task_run)
+            for job, future in self.stream:  # as each job ends, whichever task's
+                self._answer(job, future)
+                job.run.jobs -= 1
+                self._advance(job.run)
+        live = [task_run for task_run in runs if task_run.task.name not in self.broken]
+        self.summary.levels = min((task_run.levels for task_run in live), default=self.depth + 1)
+        whole = self.summary.levels == self.depth + 1
+        self.summary.complete = whole and not self.summary.retry  # else a rerun judges those again
+        if not whole:
+            self.progress(f"time limit: stopped with {self.summary.levels} level(s) whole in every task; "
+                          "run again to continue")
         self.summary.wall_s = round(self.clock() - start, 3)
         self.summary.broken = tuple(self.broken)
         return self.summary
 
-    def _level(self, tasks: Sequence[Task], frontier: dict[str, Frontier], seen: dict[str, set[str]],
-               level: int) -> None:
-        """Enumerate every task's level (cheap), judge the new programs of all of them together, then
-        write each task's other rows and set its frontier to the level's new ok programs."""
-        task_levels = [self._enumerate(task, frontier[task.name], seen[task.name])
-                       for task in tasks if task.name not in self.broken]
-        self._judge([(one.task, step) for one in task_levels for step in one.fresh], level)
-        for attempt in range(1, self.max_retries + 1):  # the gate's retries, round by round
-            retries = [(one.task, step) for one in task_levels if one.task.name not in self.broken
-                       for step in self._retries(one, attempt, seen[one.task.name])]
-            self._judge(retries, level, f" (retry {attempt})")
-        for one in task_levels:
-            broken = one.task.name in self.broken
-            frontier[one.task.name] = [] if broken else self._finish(one, level)
+    def _advance(self, run: _TaskRun) -> None:
+        """Once a task's round is answered: queue its next round of retries, or write its level's other
+        rows and queue its next level's new programs, until it has jobs to wait for or nothing left to
+        do (its last level written, or the time limit spent)."""
+        while run.jobs == 0 and run.task.name not in self.broken:
+            if run.one is not None and run.round < self.max_retries:  # the gate's retries, round by round
+                run.round += 1
+                self._queue(run, self._retries(run.one, run.round, run.seen))
+            elif run.one is not None:
+                run.frontier, run.one = self._finish(run.one, run.level), None
+                run.levels = run.level + 1
+            elif run.level < self.depth and not self._past_deadline():
+                run.level, run.round = run.level + 1, 0
+                run.one = self._enumerate(run.task, run.frontier, run.seen)
+                self._queue(run, run.one.fresh)
+            else:
+                return
 
     def _enumerate(self, task: Task, parents: Frontier, seen: set[str]) -> _TaskLevel:
         """Every step of `parents` (the programs first reached at the level before), applied, and the new
@@ -238,64 +280,46 @@ class Recorder:
         one.fresh += fresh
         return fresh
 
-    def _judge(self, pairs: list[tuple[Task, _Step]], level: int, retry_round: str = "") -> None:
-        """Verdicts for every task's new programs of this level (or of one round of its retries), `batch`
-        at a time and tasks mixed (a level of few programs per task, such as the ports, still keeps
-        every worker busy)."""
-        if pairs:
-            self.progress(f"level {level}{retry_round}: judging {len(pairs)} programs of "
-                          f"{len({task.name for task, _ in pairs})} tasks, {self.batch} at a time")
-        self._rate = _Rate(level, len(pairs), self.clock)
-        for start in range(0, len(pairs), self.batch):
-            self._deadline_check()
-            chunk = [(task, step) for task, step in pairs[start:start + self.batch]
-                     if task.name not in self.broken]  # a task found broken in an earlier batch
-            if chunk:
-                self._judge_batch(chunk, level)
-        if self.judge == "batch":
-            self._deadline_check()  # batches left unstarted at the deadline: the level is not whole
+    def _queue(self, run: _TaskRun, steps: list[_Step]) -> None:
+        """The steps' programs as jobs, keyed by their level: the stream starts a lower level's first."""
+        size = self.chunk if self.judge == "batch" else 1
+        for start in range(0, len(steps), size):
+            job = _Job(run, run.level, steps[start:start + size])
+            self.stream.put(run.level, job, self._verdicts, run.task, [step.child for step in job.steps])
+            run.jobs += 1
+        self._rate.add(run.level, len(steps))
 
-    def _judge_batch(self, chunk: list[tuple[Task, _Step]], level: int,
-                     verify_many: VerifyMany | None = None) -> None:
-        """Each node row is written as its verdict comes; a task whose pair raised VerifierError (its
-        reference cannot run: no program of it can) is left out, the others go on."""
-        answered: set[int] = set()
-        pairs = [(task, step.child) for task, step in chunk]
-        verify_many = verify_many or self._verify_many
+    def _verdicts(self, task: Task, programs: list[Program]) -> list[Verdict]:
+        """A job, on one of the stream's threads: nothing here touches the tree or the file."""
+        if self.judge == "batch":  # trusted batches: the programs in one child
+            return self.verifier.verify_batch(task, programs)
+        return [self.verifier.verify(task, program) for program in programs]
+
+    def _answer(self, job: _Job, future: Future) -> None:
+        """A node row for each verdict of a job that ended; a VerifierError (its reference cannot run: no
+        program of it can) leaves the task out, and the others go on."""
+        task, level = job.run.task, job.level
         try:
-            for index, verdict in verify_many(pairs):
-                task, step = chunk[index]
-                answered.add(index)
-                if not cacheable(verdict):  # a dead worker, memory on a shared GPU: judged again next run
-                    self.summary.retry += 1
-                    continue
-                self._write(node_row(task, step.parent, step.strategy, step.rank, step.child, level, verdict,
-                                     self.fingerprint, self.settings, step.attempt))
-                self.summary.judged += 1
-                line = self._rate.tick()
-                if line:
-                    self.progress(line)
-        except BatchError as err:  # many.py: each failed pair by index, after every other verdict
-            for index, error in err.errors.items():
-                self._leave_out(chunk[index][0], error)
-        except VerifierError:
-            # another kind of verify_many stopped at one without saying whose: the rest one at a time,
-            # so that each error falls on its own task
-            rest = [pair for index, pair in enumerate(chunk) if index not in answered]
-            self._judge_batch(rest, level, self._one_at_a_time)
+            verdicts = future.result()
+        except VerifierError as error:
+            self._leave_out(job.run, error)
+            return
+        for step, verdict in zip(job.steps, verdicts, strict=True):
+            if not cacheable(verdict):  # a dead worker, memory on a shared GPU: judged again next run
+                self.summary.retry += 1
+                continue
+            self._write(node_row(task, step.parent, step.strategy, step.rank, step.child, level, verdict,
+                                 self.fingerprint, self.settings, step.attempt))
+            self.summary.judged += 1
+            line = self._rate.tick(level)
+            if line:
+                self.progress(line)
 
-    def _verify_many(self, pairs: list[tuple[Task, Program]]) -> Iterator[tuple[int, Verdict]]:
-        if self.judge == "batch":  # trusted batches: each task's programs `chunk` at a time in one child
-            return judge_in_batches(self.verifier, pairs, self.chunk, stop=self._past_deadline)
-        return verify_pairs(self.verifier, pairs)
-
-    def _one_at_a_time(self, pairs: list[tuple[Task, Program]]) -> Iterator[tuple[int, Verdict]]:
-        return judge_concurrently(self.verifier.verify, pairs, workers=1)  # here; errors as BatchError
-
-    def _leave_out(self, task: Task, error: VerifierError) -> None:
-        if task.name not in self.broken:
-            log.error("%s: left out: %s", task.name, error)
-            self.broken[task.name] = str(error)
+    def _leave_out(self, run: _TaskRun, error: VerifierError) -> None:
+        if run.task.name not in self.broken:
+            log.error("%s: left out: %s", run.task.name, error)
+            self.broken[run.task.name] = str(error)
+        self.stream.drop(lambda job: job.run is run)  # its jobs running end and are written
 
     def _finish(self, one: _TaskLevel, level: int) -> Frontier:
         """Write the level's other rows of a task (steps to programs reached before, refused steps, its
@@ -325,10 +349,6 @@ class Recorder:
     def _write(self, row: dict) -> None:
         self.out.write([row])
         self.tree.add(row)
-
-    def _deadline_check(self) -> None:
-        if self._past_deadline():
-            raise _Cut
 
     def _past_deadline(self) -> bool:
         return self.deadline is not None and self.clock() >= self.deadline

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 from coders.template import TemplateCoder
@@ -171,7 +173,7 @@ class PoolVerifier(DigestVerifier):
 
 class BatchVerifier(DigestVerifier):
     """A DigestVerifier with trusted batches (`verify_batch`, mtmc/verify/batch.py), `concurrency` of them
-    at once through the real `judge_in_batches`. Records each batch's size."""
+    at once (the recorder's stream). Records each batch's size."""
 
     concurrency = 2
 
@@ -223,3 +225,40 @@ class EditingCoder(TemplateCoder):
         if strategy.kind != self.kind:
             return child
         return Program(child.source + "\n# edited\n", child.metadata)
+
+
+def is_port(program: Program) -> bool:
+    return program.metadata.get("template_steps") == ["port"]
+
+
+class SleepyVerifier(DigestVerifier):
+    """A DigestVerifier whose jobs take time, `concurrency` of them at once: a job (one `verify`, or one
+    `verify_batch` of a task's programs) sleeps `seconds(task, program)` for each of its programs, which
+    may also block; then the DigestVerifier's verdicts. Records each job as (task, digests, start, end)
+    on time.monotonic(), and the most jobs ever in flight."""
+
+    def __init__(self, seconds: Callable[[Task, Program], float], concurrency: int = 3, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.seconds, self.concurrency = seconds, concurrency
+        self.jobs: list[tuple[str, list[str], float, float]] = []
+        self.in_flight = self.peak = 0
+        self.lock = threading.Lock()
+
+    def verify(self, task: Task, program: Program) -> Verdict:
+        return self._job(task, [program])[0]
+
+    def verify_batch(self, task: Task, programs: list[Program]) -> list[Verdict]:
+        return self._job(task, programs)
+
+    def _job(self, task: Task, programs: list[Program]) -> list[Verdict]:
+        start = time.monotonic()
+        with self.lock:
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+        try:
+            time.sleep(sum(self.seconds(task, program) for program in programs))
+            return [DigestVerifier.verify(self, task, program) for program in programs]
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+                self.jobs.append((task.name, [p.digest for p in programs], start, time.monotonic()))
