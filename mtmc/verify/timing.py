@@ -122,13 +122,12 @@ def time_calls(calls: dict[str, Call], input_sets: list[list[torch.Tensor]],
     `threads_started`.
     """
     device = torch.device("cuda", torch.cuda.current_device())
-    buffers = [t.to(device, copy=True) for t in input_sets[0]]  # the sets may wait on the host (case_io)
+    buffers = device_buffers(input_sets[0], device)  # the sets may wait on the host (case_io)
     flush = l2_flush_buffer(device)
     threads_before = threading.active_count()
 
     def load(k: int) -> None:
-        for buf, src in zip(buffers, input_sets[k], strict=True):
-            buf.copy_(src)
+        load_set(buffers, input_sets[k])
 
     host_ms = _warm_up(calls, load, buffers, len(input_sets), options.warmup_ms)
     sleep_cycles = {name: int(_sleep_cycles_per_ms() * min(2 * ms + 0.05, MAX_SLEEP_MS))
@@ -164,6 +163,20 @@ def time_calls(calls: dict[str, Call], input_sets: list[list[torch.Tensor]],
     return {"timings": {name: t.__dict__ for name, t in results.items()}, "events_ms": events_ms,
             "wall_ms": wall_ms, "threads_started": threading.active_count() - threads_before,
             "sleep_cycles": sleep_cycles}
+
+
+def device_buffers(inputs: list[Any], device: torch.device) -> list[Any]:
+    """The working buffers: a device copy of each tensor input; a non-tensor input (a Python float, as in
+    KernelBench's matrix-scalar task) is passed as it is, on every call."""
+    return [t.to(device, copy=True) if isinstance(t, torch.Tensor) else t for t in inputs]
+
+
+def load_set(buffers: list[Any], inputs: list[Any]) -> None:
+    """Copy one input set into the buffers; non-tensor inputs are the same in every set (drawn by the
+    task's get_inputs) and stay as they are."""
+    for buf, src in zip(buffers, inputs, strict=True):
+        if isinstance(buf, torch.Tensor):
+            buf.copy_(src)
 
 
 def _timed_call(call: Call, buffers: list[torch.Tensor], flush: torch.Tensor,

@@ -76,3 +76,14 @@ def test_a_child_that_returns_fewer_cases_than_asked_is_rejected():
     result["cases"] = result["cases"][:2]
     verdict = Engine._judge_run(None, TASK, check_source(""), _reference(None), result)
     assert verdict.status is Status.REJECTED and "results for 2 of 4 cases" in verdict.message
+
+
+def test_buffers_pass_a_python_scalar_input_through():
+    # KernelBench's 5_Matrix_scalar_multiplication takes (A, 3.14): the timing buffers copied every
+    # input with .to() and the candidate job died with "'float' object has no attribute 'to'" (H100)
+    from mtmc.verify.timing import device_buffers, load_set
+    sets = [[torch.full((3, 5), float(k)), 3.14] for k in range(2)]
+    buffers = device_buffers(sets[0], torch.device("cpu"))
+    assert buffers[1] == 3.14 and buffers[0] is not sets[0][0]
+    load_set(buffers, sets[1])
+    assert torch.equal(buffers[0], sets[1][0]) and buffers[1] == 3.14
