@@ -25,8 +25,9 @@ The key is the reference's (trusted.py draws it; it never enters the inputs file
 host memory; each check copies them to the GPU after a device-wide sync (no candidate kernel runs
 during a check) and zeroes that copy, its product buffer and its sums, each block's too, before
 returning (each block's were left until verifier 2.9: of words a candidate chose, a block of one word
-each would show their weights). Left unzeroed: the reduction's own workspace, which the caching
-allocator frees as it is.
+each would show their weights; output_seals.py checks outputs, words the candidate chooses, with a
+key of their own). Left unzeroed: the reduction's own workspace, which the caching allocator frees as
+it is.
 
 Cost (estimate, untimed): a check reads the tensor once (2 B a word) and writes and reads its int32
 products once (8 B a word): about 9x the tensor's bytes of memory traffic, ~45 ms for a 16 GiB input set
@@ -70,7 +71,8 @@ class InputCheck:
 
     def tensor(self, tensor: torch.Tensor, device: torch.device | None = None) -> list[Any]:
         """[shape, dtype, checksum]; the sums are made on `device` (default: the tensor's), a host
-        tensor's blocks moved there one at a time (GB-sized host tensors are checked on a GPU)."""
+        tensor's blocks moved there one at a time (the main process checks GB-sized outputs on its GPU:
+        output_seals.py)."""
         words, tail = _words(tensor)
         sums = self._sums(words, device or words.device) if words.numel() else []
         return [list(tensor.shape), str(tensor.dtype), _fold(sums + tail, self._point)]
