@@ -1,6 +1,7 @@
-"""Bitwise equality of two tensors, NaN equal to NaN, in chunks and across devices: the candidate
-child's determinism check (a case's repeat against its first call) and its timed outputs against
-the case's (child.py)."""
+"""Bitwise equality of two tensors, NaN equal to NaN, in chunks and across devices: the reference
+job's outputs on the timing sets against its cases' (child.py) and the trusted batches' inputs after
+a call (trusted_batch.py). The candidate job compares keyed digests instead (output_seals.py,
+verifier 2.9): the outputs it compared were in the candidate's reach."""
 
 from __future__ import annotations
 

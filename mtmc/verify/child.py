@@ -56,14 +56,13 @@ from mtmc.verify.case_io import (
 )
 from mtmc.verify.census_calls import CallAudit, censused
 from mtmc.verify.kept_state import persistent_tensors
+from mtmc.verify.output_seals import OutputSeals
 from mtmc.verify.policy import allowed_aten
 from mtmc.verify.pristine import NO_AUDIT, CallInputs, InputCheck
 from mtmc.verify.timing import TimingOptions, time_calls
 from mtmc.verify.transport import host_copy
 from mtmc.verify.trusted_batch import tree_batch
 from mtmc.verify.trusted_jobs import baseline, probe
-
-DEVICE_KEPT_BYTES = 256 * 2**20  # first outputs up to this size stay on the device for the repeats
 
 
 # ------------------------------------------------------------------------------------------------
@@ -151,6 +150,7 @@ def candidate(source: str, digest: str, inputs_path: str, device: str, library_o
     clock = PhaseClock()
     data = load_inputs(inputs_path, device)  # before the candidate's code runs
     audit = CallInputs(check_key, data["cases"])  # what each call receives (pristine.py; S21)
+    seals = OutputSeals(check_key)  # what each call returned, digested right after it (output_seals.py; S22)
     del data["task_source"]  # the reference's source stays out of the frames a candidate could read (S19)
     clock.lap("inputs")
     try:
@@ -163,7 +163,7 @@ def candidate(source: str, digest: str, inputs_path: str, device: str, library_o
     schedule = schedule or [i for i in range(len(data["cases"])) for _ in range(2)]
     try:
         result["cases"] = _run_schedule(module, data["cases"], schedule, device, counter, census_allowed,
-                                        audit)
+                                        audit, seals)
     except BaseException as err:
         return {**result, "error": error_kind(err), "case": getattr(err, "case", 0),
                 "message": candidate_traceback(err, path)}
@@ -172,18 +172,19 @@ def candidate(source: str, digest: str, inputs_path: str, device: str, library_o
     # dispatch stack it can read) must not get a PyTorch path into the state check or the timing.
     others = CallAudit(counter, census_allowed)
     try:
-        result["state_changes"] = _state_changes(module, data["cases"], device, others, audit)
+        result["state_changes"] = _state_changes(module, data["cases"], device, others, audit, seals)
     except BaseException as err:
         return {**result, "error": error_kind(err), "message": candidate_traceback(err, path)}
     result["launches"] = dict(counter.kernels)
     if device == "cuda" and (profile_share or time_it):
         try:
             _gpu_measurements(result, module, data, others, time_it, timing, profile_share, clock,
-                              timing_lock, timed_tolerances, audit)
+                              timing_lock, timed_tolerances, audit, seals)
         except BaseException as err:
             return {**result, "error": error_kind(err), "message": candidate_traceback(err, path)}
     result["other_calls"] = others.report()
     result["inputs_seen"] = audit.report()
+    result["outputs_seen"] = seals.report()
     result["tampered"] = proof.changed_identities(watched)
     result["threads_started"] = threading.active_count() - threads_before
     result["threads_spawned"] = counter.threads_spawned
@@ -193,13 +194,13 @@ def candidate(source: str, digest: str, inputs_path: str, device: str, library_o
 
 def _run_schedule(module: Any, cases: list[dict[str, Any]], schedule: list[int], device: str,
                   counter: proof.LaunchCounter, allowed: frozenset[str],
-                  audit: CallInputs = NO_AUDIT) -> list[dict[str, Any]]:
+                  audit: CallInputs = NO_AUDIT, seals: OutputSeals | None = None) -> list[dict[str, Any]]:
     """Run the forward calls in the verifier's order (protocol.py). A case's first call gives its
     outputs; every later call of it, on the same model object, must return exactly those (the
     determinism check and the repeats). Raises with `.case` set when a call raises."""
+    seals = seals or OutputSeals(0)  # a test's call alone: a record of its own
     last = {index: position for position, index in enumerate(schedule)}
     models: dict[int, torch.nn.Module] = {}
-    firsts: dict[int, Any] = {}
     reports: dict[int, dict[str, Any]] = {}
     for position, index in enumerate(schedule):
         case = cases[index]
@@ -207,34 +208,33 @@ def _run_schedule(module: Any, cases: list[dict[str, Any]], schedule: list[int],
             with sized(module, case["sizes"]):
                 if index not in models:
                     models[index] = candidate_model(module, case, device)
-                run = _call(models[index], case, device, counter, allowed, audit)
+                run = _call(models[index], case, device, counter, allowed, audit, seals)
         except BaseException as err:
             err.case = index
             raise
         if index not in reports:
             reports[index] = _first_report(run)
-            # Later calls compare with the first on the device while that is cheap; GB-sized outputs with
-            # the first's host copy, so at most one output set stays on the device however calls interleave.
-            firsts[index] = run["raw"] if _nbytes(run["raw"]) <= DEVICE_KEPT_BYTES else None
+            seals.first(index, run["digest"])  # later calls compare with this digest; no output is kept
         else:
-            _add_repeat(reports[index], firsts[index], run)
-        if last[index] == position:  # the case's last call: free its model and outputs
-            del models[index], firsts[index]
+            _add_repeat(reports[index], run, index, seals)
+        if last[index] == position:  # the case's last call: free its model
+            del models[index]
     return [reports[i] for i in range(len(cases))]
 
 
 def _call(model: torch.nn.Module, case: dict[str, Any], device: str, counter: proof.LaunchCounter,
-          allowed: frozenset[str], audit: CallInputs = NO_AUDIT) -> dict[str, Any]:
+          allowed: frozenset[str], audit: CallInputs, seals: OutputSeals) -> dict[str, Any]:
     """One forward call of a case under the census, with the instruments read before and after. Its
     inputs are checked before it (were they the reference's?) and after it (did it change them? S7):
-    against the reference's values, not the pristine copy, which the candidate could change in step."""
+    against the reference's values, not the pristine copy, which the candidate could change in step.
+    Its outputs are digested right after it, before any more candidate code runs (S22)."""
     inputs = audit.before(case, fresh_copy(case["inputs"], device))  # the pristine copy is never handed out
     poison(case["out_meta"], device)  # last allocations before the call: its outputs land here
     raw, seen = censused(model, inputs, counter, allowed)
     if device == "cuda":
         torch.cuda.synchronize()
     audit.after(case, inputs)
-    return {"raw": raw, "inputs": inputs, **seen}
+    return {"raw": raw, "inputs": inputs, "digest": seals.digest(as_list(raw)), **seen}
 
 
 def _first_report(run: dict[str, Any]) -> dict[str, Any]:
@@ -247,31 +247,22 @@ def _first_report(run: dict[str, Any]) -> dict[str, Any]:
     return report
 
 
-def _add_repeat(report: dict[str, Any], first: Any, run: dict[str, Any]) -> None:
+def _add_repeat(report: dict[str, Any], run: dict[str, Any], index: int, seals: OutputSeals) -> None:
+    """A repeat of case `index` is compared with its first call by their digests (output_seals.py). The
+    first call's outputs are not kept to compare with: the candidate can hold them, and change them
+    before its repeat (verifier 2.9; before, the first's own tensors, or the host copy of GB-sized
+    ones, were compared)."""
     report["launches"].append(run["launches"])
     report["foreign_ops"].update(run["foreign"])
     report["host_exits"].update(run["host_exits"])
     report["census_broken"] = report["census_broken"] or run["census_broken"]
-    if report["deterministic"]:  # the first call that differs is the one reported
-        report["deterministic"], report["second_outputs"] = _compare_runs(*_comparable(report, first, run))
-
-
-def _comparable(report: dict[str, Any], first: Any, run: dict[str, Any]) -> tuple[Any, Any]:
-    """The first call's outputs and this call's (see _run_schedule): the first's on the device, or
-    for GB-sized outputs the host copy made for the main process, which `same` then compares
-    with this call's outputs on the device, chunk by chunk (no host copy of the repeat; an H100
-    verdict of gelu_tanh, 2 GB outputs, spent seconds per repeat copying and comparing on the host)."""
-    if first is not None or report["type_errors"]:
-        return first, run["raw"]
-    return report["outputs"], run["raw"]  # _compare_runs reports a type change
-
-
-def _nbytes(raw: Any) -> int:
-    return sum(o.nbytes for o in as_list(raw) if isinstance(o, torch.Tensor))
+    if report["deterministic"] and not seals.repeats_first(index, run["digest"]):  # the first that differs
+        report["deterministic"], report["second_outputs"] = False, _second_outputs(report, run)
+        seals.second(index, run["digest"])  # what the main process holds the travelling outputs to
 
 
 def _state_changes(module: Any, cases: list[dict[str, Any]], device: str, forward: CallAudit,
-                   audit: CallInputs = NO_AUDIT) -> list[str]:
+                   audit: CallInputs = NO_AUDIT, seals: OutputSeals | None = None) -> list[str]:
     """Where state that outlives a call changed when one model saw new inputs (empty: none did).
 
     One model runs on one case's inputs, then on another seed's of the same sizes. A forward is a
@@ -279,22 +270,24 @@ def _state_changes(module: Any, cases: list[dict[str, Any]], device: str, forwar
     on it, in the candidate module's globals) may be made once, but what they hold must not depend on
     the inputs. A result cache keyed on the inputs' contents does (S11: the timing input sets repeat,
     so it would hit on every timed call), whether the key is read on the host or compared on the
-    device; so does state carried across calls (S10)."""
+    device; so does state carried across calls (S10).
+
+    What it keeps is compared by keyed digests (output_seals.py), taken right after each call: a clone
+    kept through the second call (until verifier 2.9) was memory a kernel could copy its new state into."""
     pair = _state_pair(cases)
     if not pair:
         return []
     first, second = pair
+    digest = (seals or OutputSeals(0)).check.tensor
     with sized(module, first["sizes"]):
         model = candidate_model(module, first, device)
         forward(model, audit.before(first, fresh_copy(first["inputs"], device)))
-        before = {path: t.detach().clone() for path, t in persistent_tensors(model, module).items()}
+        before = {path: digest(t) for path, t in persistent_tensors(model, module).items()}
         # checked: the second seed's pristine inputs overwritten with the first's would hide any cache
         forward(model, audit.before(second, fresh_copy(second["inputs"], device)))
-        after = persistent_tensors(model, module)
+        after = {path: digest(t) for path, t in persistent_tensors(model, module).items()}
     changed = sorted(set(before) ^ set(after))
-    kept = set(before) & set(after)
-    changed += sorted(p for p in kept if not same(before[p], after[p].to(before[p].device)))
-    return changed
+    return changed + sorted(p for p in set(before) & set(after) if before[p] != after[p])
 
 
 def _state_pair(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -325,21 +318,18 @@ def _host_copy(tensor: torch.Tensor) -> torch.Tensor:
     return host_copy(tensor)
 
 
-def _compare_runs(first: Any, second: Any) -> tuple[bool, list[torch.Tensor] | None]:
-    """Bitwise equality of two runs on the same inputs; the second outputs travel only if they differ."""
-    a, b = as_list(first), as_list(second)
-    if len(a) != len(b) or not all(type(x) is torch.Tensor and type(y) is torch.Tensor
-                                   for x, y in zip(a, b, strict=True)):
-        return False, None
-    if all(x.shape == y.shape and x.dtype == y.dtype and same(x, y) for x, y in zip(a, b, strict=True)):
-        return True, None
-    return False, [_host_copy(y) for y in b]
+def _second_outputs(report: dict[str, Any], run: dict[str, Any]) -> list[torch.Tensor] | None:
+    """A repeat that differs from its first call: its outputs, on the host for the main process to
+    judge (compare_runs), unless either side is not exactly tensors (the case fails on its types)."""
+    if report["type_errors"] or run["digest"] is None:
+        return None
+    return [_host_copy(y) for y in as_list(run["raw"])]
 
 
 def _gpu_measurements(result: dict[str, Any], module: Any, data: dict[str, Any], forward: CallAudit,
                       time_it: bool, timing: dict[str, Any], profile_share: bool, clock: PhaseClock,
                       timing_lock: str | None, tolerances: list[list[tuple[float, float]]] | None,
-                      audit: CallInputs) -> None:
+                      audit: CallInputs, seals: OutputSeals) -> None:
     home_stream = torch.cuda.current_stream().cuda_stream  # the correctness runs' stream
     with timing_gpu.on_timing_device(timing_lock):  # shared mode (timing_gpu.py): the timing GPU, alone
         counter = forward.counter
@@ -362,18 +352,19 @@ def _gpu_measurements(result: dict[str, Any], module: Any, data: dict[str, Any],
             del first
             clock.lap("profile")
         if time_it:
-            # untimed outputs, judged by the main process
-            own = untimed_outputs(call, sets, "cuda", checked)
+            # untimed outputs, judged by the main process, each digested right after its call
+            own = untimed_outputs(call, sets, "cuda", checked, seals.untimed_call)
             torch.cuda.synchronize()
-            result["timing_outputs"] = [_unless_same(outs, result["cases"][i]["outputs"])
-                                        for outs, i in zip(own, data["timing"]["sets"], strict=True)]
+            result["timing_outputs"] = [seals.unless_first(k, i, outs) for k, (i, outs)
+                                        in enumerate(zip(data["timing"]["sets"], own, strict=True))]
             exact = all(c["deterministic"] for c in result["cases"])
             ours = {home_stream, torch.cuda.current_stream().cuda_stream}  # (shared mode: two GPUs)
             side_before = counter.streams - ours  # from the correctness runs
             # unless exact, each timed output within what its untimed one is held to (timing.py)
             result["timing"] = time_calls({"candidate": call}, sets, {"candidate": own}, exact,
                                           TimingOptions(**timing, hide_host_overhead=not side_before),
-                                          tolerances, loaded=checked)
+                                          tolerances, loaded=checked,
+                                          held=lambda k: seals.hold(k, own[k]))  # after each comparison
             side = counter.streams - ours
             result["timing"]["side_streams"] = sorted(side)
             result["timing"]["side_streams_late"] = bool(side) and not side_before
@@ -381,13 +372,19 @@ def _gpu_measurements(result: dict[str, Any], module: Any, data: dict[str, Any],
 
 
 def untimed_outputs(call: Callable[[list[Any]], list[torch.Tensor]], sets: list[list[Any]],
-                    device: str, checked: Callable[[int, list[Any]], list[Any]] = lambda k, inputs: inputs
+                    device: str, checked: Callable[[int, list[Any]], list[Any]] = lambda k, inputs: inputs,
+                    seen: Callable[[int, list[torch.Tensor]], None] = lambda k, outputs: None
                     ) -> list[list[torch.Tensor]]:
     """The candidate's outputs on each timing set, each call on its own copy of the set (`checked`
-    before the call). Before verifier 2.7 a set that fit the GPU was handed over itself: a candidate
-    could write into it (its result, say) and every timed call, its buffers restored from the set,
-    read that instead."""
-    return [[o.clone() for o in call(checked(k, fresh_copy(s, device)))] for k, s in enumerate(sets)]
+    before the call), cloned and `seen` (digested: output_seals.py) before the next call can reach them.
+    Before verifier 2.7 a set that fit the GPU was handed over itself: a candidate could write into it
+    (its result, say) and every timed call, its buffers restored from the set, read that instead."""
+    own = []
+    for k, s in enumerate(sets):
+        own.append([o.clone() for o in call(checked(k, fresh_copy(s, device)))])
+        seen(k, own[k])
+    return own
+
 
 
 JOBS = {"probe": probe, "reference": reference, "candidate": candidate, "baseline": baseline,

@@ -20,6 +20,7 @@ from mtmc.verify.correctness import (
     eager_precision,
     held_tolerance,
 )
+from mtmc.verify.output_seals import outputs_problem
 from mtmc.verify.policy import HOST_READ_ATEN_OPS
 from mtmc.verify.pristine import mutated_inputs, received_problem
 from mtmc.verify.static import StaticReport
@@ -68,8 +69,10 @@ def run_problem(task: Task, reference: Reference, result: dict[str, Any]) -> str
     tampering = instrument_problem(result)
     if tampering:
         return tampering
-    if reference.input_checks is not None:  # the calls' inputs against the reference's (S21)
-        tampering = received_problem(reference.input_checks, result.get("inputs_seen"))
+    if reference.input_checks is not None:  # the calls' inputs against the reference's (S21), the
+        # outputs that came back against their calls' digests (S22): both keyed with its secret
+        tampering = received_problem(reference.input_checks, result.get("inputs_seen")) or \
+            outputs_problem(reference.check_key, result, reference.timing_sets)
         if tampering:
             return tampering
     for case, got in zip(reference.cases, result["cases"], strict=True):

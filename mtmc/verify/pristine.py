@@ -23,8 +23,11 @@ word is free to make there.
 
 The key is the reference's (trusted.py draws it; it never enters the inputs file). Its weights wait in
 host memory; each check copies them to the GPU after a device-wide sync (no candidate kernel runs
-during a check) and zeroes that copy and its product buffer before returning. Left unzeroed: the
-reduction's own workspace, which the caching allocator frees as it is.
+during a check) and zeroes that copy, its product buffer and its sums, each block's too, before
+returning (each block's were left until verifier 2.9: of words a candidate chose, a block of one word
+each would show their weights; output_seals.py checks outputs, words the candidate chooses, with a
+key of their own). Left unzeroed: the reduction's own workspace, which the caching allocator frees as
+it is.
 
 Cost (estimate, untimed): a check reads the tensor once (2 B a word) and writes and reads its int32
 products once (8 B a word): about 9x the tensor's bytes of memory traffic, ~45 ms for a 16 GiB input set
@@ -66,23 +69,26 @@ class InputCheck:
         is handed to the candidate as it is: a change made in it in place shows here too)."""
         return [self.tensor(v) if isinstance(v, torch.Tensor) else repr(v) for v in inputs]
 
-    def tensor(self, tensor: torch.Tensor) -> list[Any]:
+    def tensor(self, tensor: torch.Tensor, device: torch.device | None = None) -> list[Any]:
+        """[shape, dtype, checksum]; the sums are made on `device` (default: the tensor's), a host
+        tensor's blocks moved there one at a time (the main process checks GB-sized outputs on its GPU:
+        output_seals.py)."""
         words, tail = _words(tensor)
-        sums = self._sums(words) if words.numel() else []
+        sums = self._sums(words, device or words.device) if words.numel() else []
         return [list(tensor.shape), str(tensor.dtype), _fold(sums + tail, self._point)]
 
-    def _sums(self, words: torch.Tensor) -> list[int]:
+    def _sums(self, words: torch.Tensor, device: torch.device) -> list[int]:
         """Two weighted sums per chunk of `words`, in order."""
         if words.device.type == "cuda":
             torch.cuda.synchronize(words.device)  # device-wide: every kernel the candidate launched is done
-        weights = self._weights[:, :min(WORDS, words.numel())].to(words.device)
-        buffer = torch.empty(2 * min(words.numel(), BLOCK * WORDS), dtype=torch.int32, device=words.device)
-        sums = [_weighted(rows, weights, buffer) for rows in _blocks(words)]
+        weights = self._weights[:, :min(WORDS, words.numel())].to(device)
+        buffer = torch.empty(2 * min(words.numel(), BLOCK * WORDS), dtype=torch.int32, device=device)
+        sums = [_weighted(rows.to(device), weights, buffer) for rows in _blocks(words)]
         values = torch.cat(sums)
         out = values.tolist()
-        values.zero_()
-        buffer.zero_()
-        if words.device.type != "cpu":
+        for part in (values, buffer, *sums):  # each block's sums too (module docstring)
+            part.zero_()
+        if device.type != "cpu":
             weights.zero_()  # a device copy (on the CPU the slice is the kept weights themselves)
         return out
 

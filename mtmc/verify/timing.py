@@ -110,17 +110,19 @@ def l2_flush_buffer(device: torch.device) -> torch.Tensor:
 def time_calls(calls: dict[str, Call], input_sets: list[list[torch.Tensor]],
                expected: dict[str, list[list[torch.Tensor]]], exact: bool,
                options: TimingOptions, tolerances: Tolerances | None = None,
-               loaded: Callable[[int, list[torch.Tensor]], Any] | None = None) -> dict[str, Any]:
+               loaded: Callable[[int, list[torch.Tensor]], Any] | None = None,
+               held: Callable[[int], Any] = lambda k: None) -> dict[str, Any]:
     """Time each callable on rotating input sets; see the module docstring for the protocol.
 
     `expected[name][k]` is the callable's own untimed output on set k (checked after each timed
     call; names missing from `expected` are not checked). Unless `exact`, the check allows
     `tolerances[k][j]` (atol, rtol) on output j of set k, else LOOSE_MATCH. `loaded(k, buffers)` sees
     the buffers once set k is loaded into them, before each timed call (the candidate job checks they
-    hold the reference's inputs: the sets live in its process, pristine.py). Returns per-name Timing
-    dicts plus `events_ms` (sum of all event times), `wall_ms` (host time of the timed loop) and
-    `threads_started`.
-    """
+    hold the reference's inputs: the sets live in its process, pristine.py); `held(k)` runs right after
+    each timed call's output is compared with its expected output on set k (the candidate job checks
+    that this was still its untimed call's output, which lives in its process too: output_seals.py).
+    Returns per-name Timing dicts plus `events_ms` (sum of all event times), `wall_ms` (host time of
+    the timed loop) and `threads_started`."""
     device = torch.device("cuda", torch.cuda.current_device())
     buffers = device_buffers(input_sets[0], device)  # the sets may wait on the host (case_io)
     flush = l2_flush_buffer(device)
@@ -147,6 +149,7 @@ def time_calls(calls: dict[str, Call], input_sets: list[list[torch.Tensor]],
                 call, buffers, flush, sleep_cycles[name])
             _check_output(results[name], outputs, expected.get(name), alive[name], k,
                           exact or (tolerances[k] if tolerances else None))
+            held(k)
             cycles = sleep_cycles[name]
             if cycles and cycles < MAX_SLEEP_CYCLES and slept.elapsed_time(start) < enqueue_ms:
                 # The sleep ran out before the host had enqueued the call: the GPU idled inside the

@@ -32,7 +32,8 @@ TESTS = ["tests/verify/test_static.py", "tests/verify/test_correctness.py",
          "tests/verify/test_proof.py", "tests/verify/test_child.py", "tests/verify/test_case_io.py",
          "tests/verify/test_verifier.py", "tests/verify/test_tf32_follows_eager.py",
          "tests/verify/test_timed_match.py", "tests/verify/test_pristine.py",
-         "tests/verify/test_corpus.py", "tests/verify/test_forkserver.py", "tests/verify/test_sandbox.py"]
+         "tests/verify/test_output_seals.py", "tests/verify/test_corpus.py",
+         "tests/verify/test_forkserver.py", "tests/verify/test_sandbox.py"]
 STATIC, CORRECTNESS = "mtmc/verify/static.py", "mtmc/verify/correctness.py"
 VERIFIER, PROOF = "mtmc/verify/verifier.py", "mtmc/verify/proof.py"
 CHILD, PROTOCOL = "mtmc/verify/child.py", "mtmc/verify/protocol.py"
@@ -46,6 +47,7 @@ TRUSTED = "mtmc/verify/trusted.py"
 TENSOR_COMPARE = "mtmc/verify/tensor_compare.py"
 TIMING = "mtmc/verify/timing.py"
 PRISTINE = "mtmc/verify/pristine.py"
+OUTPUT_SEALS = "mtmc/verify/output_seals.py"
 STATIC_FILES = [STATIC, LAUNCH]
 MIRROR = {STATIC: "tests/verify/test_static.py", LAUNCH: "tests/verify/test_static.py",
           CORRECTNESS: "tests/verify/test_correctness.py",
@@ -60,7 +62,7 @@ MIRROR = {STATIC: "tests/verify/test_static.py", LAUNCH: "tests/verify/test_stat
           KEPT_STATE: "tests/verify/test_child.py", STATIC_RULES: "tests/verify/test_static.py",
           CASE_IO: ["tests/verify/test_case_io.py", "tests/verify/test_child.py"],
           TRUSTED: "tests/verify/test_verifier.py", TIMING: "tests/verify/test_timed_match.py",
-          PRISTINE: "tests/verify/test_pristine.py"}
+          PRISTINE: "tests/verify/test_pristine.py", OUTPUT_SEALS: "tests/verify/test_output_seals.py"}
 
 
 @dataclass(frozen=True)
@@ -137,8 +139,8 @@ MANUAL = [
      '"timed_tolerances": timed_tolerances(task, reference, self.settings.tf32_follows_eager),',
      '"timed_tolerances": None,'),
     ("child: untimed calls on the timing sets themselves", CHILD,
-     "return [[o.clone() for o in call(checked(k, fresh_copy(s, device)))] for k, s in enumerate(sets)]",
-     "return [[o.clone() for o in call(checked(k, s))] for k, s in enumerate(sets)]"),
+     "own.append([o.clone() for o in call(checked(k, fresh_copy(s, device)))])",
+     "own.append([o.clone() for o in call(checked(k, s))])"),
     ("child: a call's inputs not checked before it (S21)", CHILD,
      'inputs = audit.before(case, fresh_copy(case["inputs"], device))',
      'inputs = fresh_copy(case["inputs"], device)'),
@@ -150,6 +152,12 @@ MANUAL = [
     ("judge: inputs a call changed, by the pristine copy's say (S7)", JUDGING,
      'return {**got, "mutated_inputs": mutated_inputs(reference.input_checks[index], returned)}',
      'return {**got, "mutated_inputs": []}'),
+    ("judge: outputs that came back not held to their calls' digests (S22)", JUDGING,
+     "outputs_problem(reference.check_key, result, reference.timing_sets)", '""'),
+    ("seals: a repeat is its first call whatever it returned (S22)", OUTPUT_SEALS,
+     "return digest is not None and digest == self.firsts.get(index)", "return digest is not None"),
+    ("seals: a timed call held to a changed untimed output not counted (S22)", OUTPUT_SEALS,
+     "            self.changed += 1\n", "            pass\n"),
     ("pristine: unkeyed weights (a plain sum)", PRISTINE,
      "self._weights = torch.randint(0, 2**16, (2, WORDS), generator=generator, dtype=torch.int32)",
      "self._weights = torch.ones((2, WORDS), dtype=torch.int32)"),
@@ -197,7 +205,8 @@ MANUAL = [
      "derived = derived_size(task, size_sets[0], self._size_rng) if len(size_sets) == 1 else None",
      "derived = None"),
     ("protocol: repeats not compared", CHILD,
-     "if report[\"deterministic\"]:  # the first call", "if False:  # the first call"),
+     'and not seals.repeats_first(index, run["digest"]):  # the first that differs',
+     "and False:  # the first that differs"),
     ("state: functions and instances not walked", KEPT_STATE,
      'elif getattr(value, "__module__", None) == home and not _triton_object(value):', "elif False:"),
     ("child: task source left in frames", CHILD, 'del data["task_source"]', "pass"),

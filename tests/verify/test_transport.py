@@ -157,10 +157,11 @@ def test_a_candidate_that_overwrites_every_raw_file_it_can_find_cannot_change_th
     """The attack on the transfer path: a candidate (static checks off, so it may touch files) writes
     zeros into every raw tensor file it can reach, in /dev/shm and its pool folder, and returns zeros
     itself. Had it reached the reference's outputs, zeros against zeros would pass; the verdict must
-    stay incorrect on the reference's true values."""
+    stay incorrect on the reference's true values. (Its zeros are +0.0 throughout: the zeros it writes
+    over its own outputs' host copies then leave them as its calls returned them, which S22 checks.)"""
     task = _large_pointwise()
     source = (HONEST / "pointwise.py").read_text().replace("BLOCK = 1024", "BLOCK = 32768")
-    source = source.replace("tl.sigmoid(x) * y + 2.0 * x", "0.0 * x")
+    source = source.replace("tl.sigmoid(x) * y + 2.0 * x", "0.0 * x + 0.0")
     source = source.replace("    def forward(self, x, y):\n", '''    def forward(self, x, y):
         import glob
         import os
