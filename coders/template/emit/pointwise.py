@@ -94,6 +94,20 @@ def _size_needed(j: int, needed: list[int], axes: list[Axis]) -> bool:
     return any(i <= j for i in needed)
 
 
+def _spread_single_values(w: Writer, kernel: Kernel, full: list[int]) -> None:
+    """An operand that spans some of the dims is read as a dense tensor over them. At a size where such a
+    dim is 1 in the operand but not in the output (KernelBench's HingeLoss at batch 1: targets of (1,)
+    against predictions of (1, 32768)) it holds one value that broadcasts everywhere: spread it over its
+    dims. Any other mismatch raises in expand() instead of reading past the operand's end."""
+    for o in kernel.operands:
+        if o.scalar or not o.dims or o.dims == full:
+            continue
+        size = " * ".join(f"shape[{d}]" for d in o.dims)
+        v = o.value
+        w(f"if {v}.numel() != {size}:  # a single value broadcast at this size")
+        w(f"    {v} = {v}.reshape(-1).expand({size}).contiguous()")
+
+
 def _params(kernel: Kernel) -> list[str]:
     return [var(o.value) if o.scalar else ptr(o.value) for o in kernel.operands]
 
@@ -108,11 +122,12 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
     else:
         w(f"shape = torch.broadcast_shapes({', '.join(v + '.shape' for v in shape_of)})")
     launcher.contiguous(w)
+    full = list(range(len(kernel.space["traced"])))
+    _spread_single_values(w, kernel, full)
     device = launcher.device()
     for out in kernel.outputs:
         w(f"{out.value} = {output_alloc('shape', out.dtype, device)}")
     w("n = math.prod(shape)")
-    full = list(range(len(kernel.space["traced"])))
     needed_axes = sorted({j for o in kernel.operands if not o.scalar and o.dims and o.dims != full
                           for j, a in enumerate(axes) if set(a.dims) <= set(o.dims)})
     sizes = []
