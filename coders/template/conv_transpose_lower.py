@@ -40,10 +40,14 @@ from coders.template.trace import Ref, unsupported
 # L2). H100 probe, 7 level-2 tasks (h100-transpose-grouped.json): geomean over eager 2.40x against
 # 1.98x; 44 1.17 -> 0.80 ms, 93 2.83 -> 2.14, 5 4.97 -> 3.58, 3 3.23 -> 2.65, 38 3.95 -> 3.38; 34 and
 # 11 unchanged. Storing the tile transposed (`epilogue_t`) was 2.7x slower there; it stays a variant.
-CONV_TRANSPOSE_CONFIG = {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4, "num_stages": 3,
-                         "precision": "ieee", "phases": True, "live_taps": True, "grouped_programs": True}
+# transpose_static (group channels and geometry as constexprs) at 4 stages: H100 probe on 7 level-2
+# tasks, geomean over TF32 eager 2.13x -> 2.42x, each of the 7 faster (93 2.15 -> 1.60 ms, 5 3.58 ->
+# 2.96, 42 5.50 -> 5.02, 44 0.80 -> 0.72; 3 stages 2.34x, BLOCK_K 64 2.16x). 16-bit tiles: unprobed.
+CONV_TRANSPOSE_CONFIG = {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4, "num_stages": 4,
+                         "precision": "ieee", "phases": True, "live_taps": True, "grouped_programs": True,
+                         "transpose_static": True}
 CONV_TRANSPOSE_CONFIG_16 = {**CONV_TRANSPOSE_CONFIG, "BLOCK_M": 128, "BLOCK_K": 64, "num_warps": 8,
-                            "num_stages": 2}
+                            "num_stages": 2, "transpose_static": False}
 # BLOCK_M x BLOCK_N of a tile narrower than 64 output channels: the tiles' areas before the probe
 NARROW_AREA = {"float32": 64 * 64, "float16": 128 * 64, "bfloat16": 128 * 64}
 MODULES = {nn.ConvTranspose1d: 1, nn.ConvTranspose2d: 2, nn.ConvTranspose3d: 3}
@@ -138,6 +142,7 @@ def lower_conv_transpose(graph, ir: ProgramIR, node, body) -> Kernel:
     if conv_fma.suits(w_shape[0] // groups, w_shape[1], _prod(w_shape[2:])):
         # few input channels per group: FMA outer products in fp32, read from NC* (emit/conv_fma.py)
         config.update(conv_fma.port_config(w_shape[1]))
+        config["transpose_static"] = False  # the probe timed the dot loops only
     elif dtype == "float32":
         config["precision"] = "tf32"  # eager's cuDNN runs fp32 transposed convs on TF32 too (emit docstring)
         # read from a channels-last copy that rounds to TF32 as cuDNN does (emit/conv_pack.py), as the

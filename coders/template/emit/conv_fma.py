@@ -52,7 +52,9 @@ def unrolled(kernel: Kernel) -> bool:
 
 
 def static(kernel: Kernel) -> bool:
-    """Config "fma_static" (a probe variant, off in the port and in exact_fp32.py: untimed): the forward
+    """Config "fma_static" (off in the port's own FMA form, on in exact_fp32.py's since the H100 probe
+    of the thirteenth session: geomean 1.18x -> 1.29x eager on level-1 54 59 60 66, 59 the one slower,
+    1.23x -> 1.09x; BENCHMARKS.md): the forward
     conv's group channels and kernel extents are constexprs (CIG_F, KS_<dim>; one compile per conv
     shape), so the loop walks the window's outer taps (all dims but the last) with a constant trip
     count and, unrolled inside, the last dim's taps x the channels: every weight offset is a constant,

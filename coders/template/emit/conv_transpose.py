@@ -110,8 +110,9 @@ def live_taps(kernel: Kernel) -> bool:
 
 
 def static(kernel: Kernel) -> bool:
-    """Config "transpose_static" (a probe variant, off in the port: untimed): the live-tap loop's group
-    channels and geometry as constexprs (emit/conv_transpose_static.py); other loops ignore it."""
+    """Config "transpose_static" (the fp32 port's since the H100 probe of the thirteenth session; see
+    conv_transpose_lower.CONV_TRANSPOSE_CONFIG): the live-tap loop's group channels and geometry as
+    constexprs (emit/conv_transpose_static.py); other loops ignore it."""
     return live_taps(kernel) and conv_transpose_static.requested(kernel)
 
 
