@@ -19,6 +19,12 @@ ONE_PASS_FULL = 32768
 # widest single row the warp rule below gives 16 warps
 ROW_TILE = 16384
 
+# a split reduction's combine kernel reads its workspace in [SLICES, BLOCK] tiles of COMBINE_TILE
+# partials, at most COMBINE_SLICES slices a tile (a loop walks more): a full reduction split 264 ways
+# reads 32 slices a load, not one (unrolled, SPLIT loads of one value each)
+COMBINE_TILE = 4096
+COMBINE_SLICES = 32
+
 
 def _prod(x: str, a: int, b: int) -> str:
     if b - a == 1:
@@ -189,16 +195,24 @@ def launch_split(w: Writer, kernel: Kernel, name: str, lay: Layout, device: str)
     w(f"ws = torch.empty(({len(reds)}, {split}, n_reduced), device={device}, dtype=torch.float32)")
     sizes_a, sizes_c = emit_split(Writer(), kernel, name)
     first = [o.value for o in kernel.operands] + ["ws", "n_reduced"] + sizes_a
-    kw = consts + [f"SPLIT={split}"] + ([f"num_warps={cfg['num_warps']}"] if cfg.get("num_warps") else [])
+    kw = consts + [f"SPLIT={split}"] + [f"{k}={cfg[k]}" for k in ("num_warps", "num_stages") if cfg.get(k)]
     for line in _call(w, f"{name}[({grid}, {split})]", first + kw):
         w(line)
     ops = combine_ops(kernel)
     loaded = sorted({op.args[0] for op in ops if op.op == "load"})
     second = ["ws"] + [kernel.operands[i].value for i in loaded] + [o.value for o in kernel.outputs] + \
         ["n_reduced"] + sizes_c
-    for line in _call(w, f"{combine_name(name)}[(triton.cdiv(n_reduced, 1024),)]",
-                      second + [f"SPLIT={split}", "BLOCK=1024"]):
+    slices = combine_slices(split)
+    block = COMBINE_TILE // slices
+    for line in _call(w, f"{combine_name(name)}[(triton.cdiv(n_reduced, {block}),)]",
+                      second + [f"SPLIT={split}", f"SLICES={slices}", f"BLOCK={block}"]):
         w(line)
+
+
+def combine_slices(split: int) -> int:
+    """The slices the combine kernel reads at once: SPLIT rounded up to a power of two, at most
+    COMBINE_SLICES; its tile is [slices, COMBINE_TILE // slices]."""
+    return min(1 << (split - 1).bit_length(), COMBINE_SLICES)
 
 
 def _call(w: Writer, head: str, items: list[str]) -> list[str]:

@@ -10,7 +10,7 @@ from coders.template.emit.common import REDUCTIONS, BodyEmitter, FusionError, Wr
 from coders.template.emit.launch import kernel_header, wrap_call
 from coders.template.emit.reduce_analysis import analyse, full_size_outputs
 from coders.template.emit.reduce_body import body_of
-from coders.template.emit.reduce_layout import COMBINE, Layout
+from coders.template.emit.reduce_layout import COMBINE, IDENTITY, Layout
 from coders.template.ir import Kernel, Op
 
 
@@ -101,19 +101,24 @@ def _emit_combine(w: Writer, kernel: Kernel, name: str, lay: Layout, reds: list[
     cw.depth = w.depth + 1
     cw("offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)")
     cw("mask = offs < n_reduced")
+    cw("# SLICES slices' partials at a time, one [SLICES, BLOCK] tile: their loads are in flight together")
+    cw("slice_ids = tl.arange(0, SLICES)[:, None]")
+    for op in reds:
+        cw(f"acc_{var(op.out)} = tl.full([SLICES, BLOCK], {IDENTITY[op.op]}, tl.float32)")
+    cw("for slice0 in range(0, SPLIT, SLICES):")
+    cw("    sl = slice0 + slice_ids")
+    cw("    slice_mask = (sl < SPLIT) & mask[None, :]")
     for j, op in enumerate(reds):
-        first = "offs" if j == 0 else f"{j} * SPLIT * n_reduced + offs"
-        cw(f"{var(op.out)} = tl.load(ws_ptr + {first}, mask=mask, other=0.0)")
-        cw("for s in tl.static_range(1, SPLIT):")
-        slot = "s" if j == 0 else f"({j} * SPLIT + s)"
-        part = f"tl.load(ws_ptr + {slot} * n_reduced + offs, mask=mask, other=0.0)"
+        slot = "sl" if j == 0 else f"({j} * SPLIT + sl)"
+        part = f"tl.load(ws_ptr + {slot} * n_reduced + offs[None, :], mask=slice_mask, " \
+            f"other={IDENTITY[op.op]})"
+        acc = f"acc_{var(op.out)}"
         if op.op in ("sum", "mean"):
-            cw(f"    {var(op.out)} += {part}")
+            cw(f"    {acc} += {part}")
         else:
-            fn = "tl.maximum" if op.op == "max" else "tl.minimum"
-            cw(f"    {var(op.out)} = {fn}({var(op.out)}, {part})")
-        if op.op == "mean":
-            cw(f"{var(op.out)} = {var(op.out)}{lay.mean_divisor(op)}")
+            cw(f"    {acc} = {'tl.maximum' if op.op == 'max' else 'tl.minimum'}({acc}, {part})")
+    for op in reds:
+        cw(f"{var(op.out)} = {COMBINE[op.op]}(acc_{var(op.out)}, axis=0){lay.mean_divisor(op)}")
 
     def load(op: Op, operand) -> str:
         if operand.scalar:
@@ -135,7 +140,8 @@ def _emit_combine(w: Writer, kernel: Kernel, name: str, lay: Layout, reds: list[
         [ptr(o.value) for o in kernel.outputs] + ["n_reduced"] + sizes
     w("@triton.jit")
     for line in wrap_call(f"def {combine_name(name)}",
-                          params + ["SPLIT: tl.constexpr", "BLOCK: tl.constexpr"], ":", w.depth):
+                          params + ["SPLIT: tl.constexpr", "SLICES: tl.constexpr", "BLOCK: tl.constexpr"],
+                          ":", w.depth):
         w(line)
     w.lines.extend(cw.lines)
     w()

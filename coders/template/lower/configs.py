@@ -8,6 +8,15 @@ POINTWISE_CONFIG = {"BLOCK": 1024, "num_warps": 4}
 # columns per chunk; a row that fits is read once; auto_block: the emitter sizes both by the kernel's
 # form (emit/reduce_launch.py row_blocks) until a `tile` step sets BLOCK
 ROW_CONFIG = {"BLOCK": 8192, "split_k": 1, "auto_block": True}
+# A reduction that few programs would run starts split (the menu's `split_k`, emit/reduce_split.py):
+# SPLIT programs share each row (or column block) until the launch has SPLIT_PROGRAMS programs, two a
+# streaming multiprocessor of an H100 (132), each slice at least SPLIT_SLICE values (a 16K-value slice
+# is two of the port's 8192-value chunks; a shorter one costs more in the second launch than it saves).
+# KernelBench level 1 on an H100 at split 1 (one program per row): 37_FrobeniusNorm_ 0.02x
+# torch.compile, 94_MSELoss 0.02x, 96_HuberLoss 0.03x (a full reduction: one program).
+SPLIT_PROGRAMS = 264
+SPLIT_SLICE = 16384
+SPLIT_MIN = 4  # fewer slices: a second launch for at most a halved (and already short) reduction
 # Rows of at most SHORT_ROW values share a program, SHORT_ROWS of them as one tile (config ROWS, the
 # `rows` step). One row a program gives a 64-wide LayerNorm row one warp and leaves the GPU mostly idle:
 # on an H100, KernelBench level-2 34_ went from 4.23 to 2.41 ms and 3_ from 5.05 to 3.23 with ROWS 4,

@@ -10,9 +10,21 @@ from typing import Any
 
 import torch
 
+from coders.template.emit.common import FusionError
+from coders.template.emit.reduce_layout import Layout
+from coders.template.emit.reduce_split import splittable
 from coders.template.ir import Kernel, Output, ProgramIR
 from coders.template.lower.body import Body, output_dtype
-from coders.template.lower.configs import COLUMN_CONFIG, COLUMN_FULL_CONFIG, ROW_CONFIG, SHORT_ROW, SHORT_ROWS
+from coders.template.lower.configs import (
+    COLUMN_CONFIG,
+    COLUMN_FULL_CONFIG,
+    ROW_CONFIG,
+    SHORT_ROW,
+    SHORT_ROWS,
+    SPLIT_MIN,
+    SPLIT_PROGRAMS,
+    SPLIT_SLICE,
+)
 from coders.template.trace import GNode, Graph, Ref, unsupported
 
 
@@ -62,8 +74,39 @@ def lower_reduce(graph: Graph, ir: ProgramIR, node: GNode) -> Kernel:
     config = dict((COLUMN_FULL_CONFIG if outputs_full else COLUMN_CONFIG) if column else ROW_CONFIG)
     if short_rows(shape, d0, d1) and not column and "groups" not in space:
         config["ROWS"] = SHORT_ROWS
-    return Kernel(name=node.name, kind="reduce", space=space, operands=body.operands, body=body.ops,
-                  outputs=[output], config=config)
+    kernel = Kernel(name=node.name, kind="reduce", space=space, operands=body.operands, body=body.ops,
+                    outputs=[output], config=config)
+    config["split_k"] = port_split(kernel)
+    return kernel
+
+
+def port_split(kernel: Kernel) -> int:
+    """The port's split of a reduction that few programs would run (configs.py SPLIT_PROGRAMS): enough
+    slices per row for SPLIT_PROGRAMS programs at the traced sizes (a column reduction: as many more
+    as its tile is smaller than the row form's chunk), each of at least SPLIT_SLICE values;
+    1 where that is fewer than SPLIT_MIN slices, or the kernel's form is not
+    splittable (full-size outputs such as LayerNorm's, GroupNorm, several rows per program)."""
+    cfg, shape = kernel.config, kernel.space["traced"]
+    d0, d1 = kernel.space["red"]
+    if cfg.get("ROWS", 1) > 1 or not splittable(kernel):
+        return 1
+    n_red = math.prod(shape[d0:d1])
+    programs = math.prod(shape[:d0])
+    width, target = 1, SPLIT_PROGRAMS  # width: the values of a reduced position a program walks
+    if Layout(kernel).column:  # a column block's BLOCK_N columns, BLOCK_M rows a step
+        inner = math.prod(shape[d1:])
+        width = min(cfg["BLOCK_N"], inner)
+        programs *= -(-inner // cfg["BLOCK_N"])
+        # as many values in flight as the row form's: 4x the programs for the port's 32 x 64 tiles
+        target = -(-SPLIT_PROGRAMS * ROW_CONFIG["BLOCK"] // (cfg["BLOCK_M"] * cfg["BLOCK_N"]))
+    split = min(-(-target // programs), n_red * width // SPLIT_SLICE)
+    if split < SPLIT_MIN:
+        return 1
+    try:  # a kernel whose operands a split cannot address keeps one program per row
+        Layout(Kernel(**{**kernel.__dict__, "config": {**cfg, "split_k": split}})).check()
+    except FusionError:
+        return 1
+    return split
 
 
 def short_rows(shape: list[int], d0: int, d1: int) -> bool:

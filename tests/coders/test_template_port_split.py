@@ -1,0 +1,120 @@
+"""The port splits a reduction that few programs would run (lower/reduce.py port_split, configs.py
+SPLIT_PROGRAMS / SPLIT_SLICE / SPLIT_MIN) and the split program matches PyTorch on the CPU interpreter.
+
+Each task's declared shape is its checked shape, odd sizes throughout: the slices end part-way through
+a chunk and the combine kernel's last tile of slices is part masked (14 and 37 slices, 16 and 32 a tile).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from coders.template.emit.reduce_launch import COMBINE_SLICES
+from coders.template.ir import ProgramIR
+from coders.template.lower.configs import SPLIT_MIN, SPLIT_PROGRAMS, SPLIT_SLICE
+from mtmc.strategies import PORT, Strategy
+from mtmc.tasks import Task
+from tests.coders.test_template import check, coder
+
+SOURCE = '''
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+SHAPE = {shape}
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.LayerNorm(SHAPE[1:])
+
+    def forward(self, x, y):
+        return {forward}
+
+
+def get_inputs():
+    return [torch.randn(SHAPE), torch.rand(SHAPE) + 0.1]
+
+
+def get_init_inputs():
+    return []
+
+
+MTMC = {{"cpu_sizes": [{{"SHAPE": {shape}}}]}}
+'''
+
+
+def task_of(forward: str, shape: tuple) -> Task:
+    return Task(name="split_case", source=SOURCE.format(shape=shape, forward=forward))
+
+
+def splits(program) -> dict[str, int]:
+    ir = ProgramIR.from_dict(program.metadata["template_ir"])
+    return {k.name: k.config.get("split_k", 1) for k in ir.kernels() if k.kind == "reduce"}
+
+
+# (forward, shape, the split the port gives its one reduction)
+SPLIT = [
+    # the Frobenius norm's form: a full reduction, 231000 values in 14 slices (SPLIT_SLICE each at least)
+    ("x / torch.norm(x, p='fro')", (3, 1000, 77), 3 * 1000 * 77 // SPLIT_SLICE),
+    # MSE (a mean of everything, its elementwise part a kernel before it): 37 slices, two combine tiles
+    ("torch.mean((x - y) ** 2)", (8, 300, 257), 8 * 300 * 257 // SPLIT_SLICE),
+    # KL divergence, batchmean: sum then divide by a scalar the combine kernel reads
+    ("F.kl_div(torch.log(y), x.softmax(-1), reduction='batchmean')", (5, 40001), 5 * 40001 // SPLIT_SLICE),
+    # few rows of a max and of a mean over two dims (keepdim): 5 rows, 77357 values a row
+    ("x.amax(dim=(1, 2))", (5, 301, 257), 4),
+    ("x.mean(dim=(1, 2), keepdim=True)", (5, 301, 257), 4),
+    # a column reduction over 20000 rows of 70 columns: two column blocks of BLOCK_N 64, 78 slices each
+    ("x.sum(0)", (20000, 70), 20000 * 64 // SPLIT_SLICE),
+]
+
+
+@pytest.mark.parametrize("forward, shape, split", SPLIT, ids=["fro", "mse", "kl", "amax", "mean", "column"])
+def test_the_port_splits_long_reductions_of_few_rows(forward, shape, split, tmp_path):
+    task = task_of(forward, shape)
+    program = coder.apply(task, None, PORT)
+    got = [s for s in splits(program).values() if s > 1]
+    assert got == [split] and split >= SPLIT_MIN
+    assert "_combine_kernel" in program.source
+    check(task, program, tmp_path)
+
+
+def test_a_split_of_more_slices_than_a_combine_tile_walks_several_tiles(tmp_path):
+    """A mean of everything over 2 x 2000 x 2100 values: SPLIT_PROGRAMS slices, read 32 at a time."""
+    task = task_of("x.mean()", (2, 2000, 2100))
+    program = coder.apply(task, None, PORT)
+    assert list(splits(program).values()) == [SPLIT_PROGRAMS] and SPLIT_PROGRAMS > COMBINE_SLICES
+    assert f"SLICES={COMBINE_SLICES}" in program.source
+    check(task, program, tmp_path)
+
+
+@pytest.mark.parametrize("forward, shape", [
+    ("x.sum(-1)", (300, 20000)),  # rows enough for SPLIT_PROGRAMS programs
+    ("x.sum()", (3, 10000)),  # 30000 values: one slice of SPLIT_SLICE... two at most
+    ("x.sum(-1)", (5, 40000)),  # 2 slices of a row: fewer than SPLIT_MIN
+    ("self.norm(x)", (2, 301, 257)),  # full-size outputs: a second pass after the statistics
+], ids=["many_rows", "short", "two_slices", "layer_norm"])
+def test_the_port_keeps_one_program_a_row(forward, shape):
+    program = coder.apply(task_of(forward, shape), None, PORT)
+    assert set(splits(program).values()) == {1}
+
+
+def test_a_split_port_goes_back_to_one_program_a_row_and_then_fuses(tmp_path):
+    """`split_k 1` undoes the port's split; a full-size epilogue (x / norm) fuses only then."""
+    task = task_of("x / torch.norm(x, p='fro')", (3, 1000, 77))
+    program = coder.apply(task, None, PORT)
+    assert Strategy.parse("fuse epilogue") not in coder.legal_strategies(task, program)
+    program = coder.apply(task, program, Strategy.parse("split_k 1"))
+    assert set(splits(program).values()) == {1}
+    assert Strategy.parse("fuse epilogue") in coder.legal_strategies(task, program)
+
+
+def test_a_split_port_takes_its_elementwise_prologue(tmp_path):
+    """MSE: (x - y) ** 2 fuses into the split mean's partial kernel; the split stays."""
+    task = task_of("torch.mean((x - y) ** 2)", (8, 300, 257))
+    program = coder.apply(task, coder.apply(task, None, PORT), Strategy.parse("fuse prologue"))
+    assert list(splits(program).values()) == [8 * 300 * 257 // SPLIT_SLICE]
+    defs = [line for line in program.source.splitlines() if line.startswith("def _")]
+    assert len(defs) == 3  # the partial and combine kernels and their launcher
+    check(task, program, tmp_path)
