@@ -8,8 +8,12 @@ regime, read from the summary:
 - matmul-heavy (most FLOPs in matmuls/convs and FLOP/byte above `compute_bound_intensity`):
   fp32 matmul dots first move to `precision tf32x3` (three TF32 tensor-core products: on the H200
   its error against an fp64 product was 2.4e-7 against cuBLAS fp32's 1.1e-6, at 1.07-1.56x cuBLAS's
-  speed; convolutions keep the TF32 they port with, as cuDNN's default), split-K when the output
-  has fewer 128x128 tiles than SMs or the reduction is far longer than the output is wide, then
+  speed; convolutions keep the TF32 they port with, as cuDNN's default). The template coder ports
+  fp32 matmuls at tf32x3 already, so its menu holds no such step (a step that changes nothing is
+  not offered) and the wish passes on; it stays for programs with an FMA dot left. Then split-K
+  when the output has fewer 128x128 tiles than SMs or the reduction is far longer than the output
+  is wide (`split_value`: as many slices as give a few-tile output two programs per SM, else 4;
+  where the port split already, the nearest other split is tried), then
   autotune, then persistent (the template's 16-bit GEMMs load tiles with TMA; persistent and
   autotuned they ran 0.99-1.00x cuBLAS on three of four H200 shapes), GROUP_M=8 L2 swizzle, and
   only then fixed tiles and single knobs. Autotune comes right after the fusions because its menu
@@ -104,7 +108,7 @@ class HeuristicPlanner:
                 # conv_lower.py): tf32x3 would triple their tensor-core work for accuracy eager lacks
                 wishes.append(("precision", {"value": "tf32x3"}))
             if self.wants_split_k(summary):
-                wishes.append(("split_k", {"value": 4}))
+                wishes.append(("split_k", {"value": self.split_value(summary)}))
             return wishes + [("autotune", {}), ("persistent", {}), ("group_m", {"value": 8}),
                              ("tile", tile), ("num_stages", {"value": 4 if half else 3}),
                              ("num_warps", {"value": 8})]
@@ -119,6 +123,19 @@ class HeuristicPlanner:
         out = _output_numel(summary)
         k = summary.matmul_flops / max(2 * out, 1)  # a GEMM does 2*M*N*K FLOPs into M*N outputs
         return out < self.sm_count * 128 * 128 or k >= 8 * math.sqrt(out)
+
+    def split_value(self, summary: TaskSummary) -> int:
+        """The template port's own rule (coders/template/lower/matmul.py port_split_k): with fewer
+        output tiles (64x64 fp32, 128x128 16-bit) than SMs, the power of two that makes two programs
+        per SM, each slice 4096 or more of K, at most 64; else 4, the wish it always was."""
+        out = _output_numel(summary)
+        k = summary.matmul_flops / max(2 * out, 1)
+        tiles = max(1, out // (128 * 128 if _is_16bit(summary) else 64 * 64))
+        split = 1
+        while tiles < self.sm_count and tiles * split < 2 * self.sm_count and split * 2 * 4096 <= k \
+                and split < 64:
+            split *= 2
+        return split if split > 1 else 4
 
     def is_matmul_heavy(self, summary: TaskSummary) -> bool:
         return (summary.matmul_flops * 2 >= summary.flops > 0

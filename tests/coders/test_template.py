@@ -142,7 +142,7 @@ def test_fully_fused_program_with_tiny_blocks(name, ports, tmp_path):
     ["fuse epilogue", "split_k 4"],
     ["fuse epilogue", "persistent", "group_m 8"],
     ["fuse epilogue", "autotune"],
-    ["fuse epilogue", "precision tf32x3", "tile BLOCK_M=32 BLOCK_N=64 BLOCK_K=32"],
+    ["fuse epilogue", "precision ieee", "tile BLOCK_M=32 BLOCK_N=64 BLOCK_K=32"],
 ])
 def test_matmul_step_sequences(steps, tmp_path):
     task = local_task("matmul_large_k")

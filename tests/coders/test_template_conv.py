@@ -245,13 +245,15 @@ def test_fp32_conv_starts_tf32_as_eager_cudnn_does_and_takes_the_precision_steps
 
 
 def test_matmuls_stay_strict_unless_the_task_allows_tf32():
-    """Eager matmuls run strict fp32 (torch.backends.cuda.matmul.allow_tf32 is False)."""
+    """Eager matmuls run strict fp32 (torch.backends.cuda.matmul.allow_tf32 is False): the port's
+    tf32x3 is fp32-accurate; ieee (FMA dots) is a step, tf32 only where the task allows it."""
     task = load_task(Path(__file__).parent / "tasks" / "linear_gelu.py")
     assert "tf32" not in task.precisions
     program = coder.apply(task, None, PORT)
-    assert {k.config.get("precision") for k in kernels(program) if k.kind == "matmul"} == {"ieee"}
+    assert {k.config.get("precision") for k in kernels(program) if k.kind == "matmul"} == {"tf32x3"}
     legal = coder.legal_strategies(task, program)
-    assert Strategy.parse("precision tf32x3") in legal
+    assert Strategy.parse("precision ieee") in legal
+    assert Strategy.parse("precision tf32x3") not in legal  # the port's already: no change
     assert Strategy.parse("precision tf32") not in legal
     with pytest.raises(CoderError, match="does not allow tf32"):
         coder.apply(task, program, Strategy.parse("precision tf32"))
@@ -293,7 +295,7 @@ def test_a_tf32_step_reaches_the_convs_of_a_strict_task_and_not_its_matmuls(tmp_
         return {k.kind: k.config["precision"] for k in kernels(program) if k.kind in ("conv", "matmul")}
 
     program = coder.apply(task, None, PORT)
-    assert precisions(program) == {"conv": "tf32", "matmul": "ieee"}
+    assert precisions(program) == {"conv": "tf32", "matmul": "tf32x3"}
     program = coder.apply(task, program, Strategy.parse("precision tf32x3"))
     assert precisions(program) == {"conv": "tf32x3", "matmul": "tf32x3"}
     program = coder.apply(task, program, Strategy.parse("precision tf32"))

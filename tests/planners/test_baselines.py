@@ -127,6 +127,33 @@ def test_heuristic_splits_a_long_reduction():
     assert not planner.wants_split_k(summary(matmul=True))  # square 4096^3: 1024 tiles, K = side
 
 
+def test_heuristic_passes_over_precision_on_a_tf32x3_port():
+    """The template ports fp32 matmuls at tf32x3: its menu holds `precision ieee` (a change) but no
+    `precision tf32x3` (none): the heuristic goes on to autotune, and never to ieee."""
+    legal = [t for t in TUNING if t != "precision tf32x3"] + ["precision ieee"]
+    steps = play(HeuristicPlanner(), legal, matmul=True)
+    assert steps[:2] == ["fuse epilogue", "autotune"]
+    assert not any(s.startswith("precision") for s in steps)
+
+
+def test_heuristic_wants_the_ports_split_for_few_tiles_and_a_neighbour_where_the_port_split():
+    """KernelBench level-1 6_ (256 x 256 fp32 out, K = 524288): 16 tiles of 64x64, 32 slices make
+    two programs per SM; the port split 32 already, so its menu offers the others: 16 is nearest."""
+    k = 524288
+    few = TaskSummary("mm", {"mm": 1}, [TensorInfo([256, k], "float32"), TensorInfo([k, 256], "float32")],
+                      [TensorInfo([256, 256], "float32")], 0, 2 * 256 * 256 * k, 2 * 256 * 256 * k,
+                      2 * 256 * k * 4 + 256 * 256 * 4)
+    planner = HeuristicPlanner()
+    assert planner.wants_split_k(few) and planner.split_value(few) == 32
+    legal = [f"split_k {s}" for s in (1, 2, 4, 8, 16, 64)] + ["autotune", "stop"]
+    history = [record(0, "port")]
+    step = planner.propose(PlanState(task=TASK, summary=few, program=PROGRAM, verdict=None,
+                                     legal=[Strategy.parse(s) for s in legal], history=history,
+                                     steps_left=10))
+    assert str(step) == "split_k 16"
+    assert planner.split_value(summary(matmul=True, out_shape=(2048, 2048))) == 4  # 1024 tiles
+
+
 def test_heuristic_tunes_a_memory_bound_task_for_bandwidth():
     # the template coder offers a reduction split only to a kernel with too few programs: none here
     steps = play(HeuristicPlanner(), [s for s in TUNING if not s.startswith("split_k")], matmul=False)

@@ -27,10 +27,19 @@ COLUMN_CONFIG = {"BLOCK_M": 32, "BLOCK_N": 64, "num_warps": 4, "split_k": 1}  # 
 # a full-size output (softmax over channels): up to 128 reduced rows of 32 columns in registers, read
 # once (softmax_channels_fp16, H200: 1.19 ms at 2 warps, 1.20 at 4; 2.77 ms for 64-row chunks)
 COLUMN_FULL_CONFIG = {"BLOCK_M": 128, "BLOCK_N": 32, "num_warps": 2, "split_k": 1}
+# fp32 dots port at tf32x3: three TF32 tensor-core products, fp32-level accuracy (H200, 4096^3: error
+# 2.4e-7 against an fp64 product, cuBLAS fp32's 1.1e-6; 1.08-1.56x cuBLAS, where FMA "ieee" dots ran
+# 0.42-0.89x; BENCHMARKS.md). On an H100 the level-2 Linear tasks that kept the ieee port ran 0.73x
+# torch.compile, the level-1 matmuls moved to tf32x3 1.2-1.6x. split_k: 1 here; lower/matmul.py
+# splits few-tile, long-K products (port_split_k).
 MATMUL_CONFIG = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 1, "num_warps": 4,
-                 "num_stages": 3, "split_k": 1, "precision": "ieee"}
-# 16-bit operands run on the tensor cores: bigger tiles keep them busy
-MATMUL_CONFIG_16 = {**MATMUL_CONFIG, "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 8}
-ATTENTION_CONFIG = {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "num_stages": 2, "precision": "ieee"}
-ATTENTION_CONFIG_16 = {**ATTENTION_CONFIG, "BLOCK_M": 128, "num_warps": 8}
+                 "num_stages": 3, "split_k": 1, "precision": "tf32x3"}
+# 16-bit operands run on the tensor cores: bigger tiles keep them busy (their dots ignore the
+# precision, which stays the ieee it always was: the programs are unchanged)
+MATMUL_CONFIG_16 = {**MATMUL_CONFIG, "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 8,
+                    "precision": "ieee"}
+# fp32 attention at tf32x3 too, as its matmuls: a fused chain takes its kernels' precision
+# (fuse/attention.py), and the fp32 scores kernel ran 1.91 ms at tf32x3 against 2.62 with FMA dots (H200)
+ATTENTION_CONFIG = {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "num_stages": 2, "precision": "tf32x3"}
+ATTENTION_CONFIG_16 = {**ATTENTION_CONFIG, "BLOCK_M": 128, "num_warps": 8, "precision": "ieee"}
 HALF = (torch.float16, torch.bfloat16)
