@@ -138,10 +138,10 @@ def test_fully_fused_program_with_tiny_blocks(name, ports, tmp_path):
     check(task, Program(generate(task, ir)), tmp_path, tag="tiny")
 
 
-@pytest.mark.parametrize("steps", [
-    ["fuse epilogue", "split_k 4"],
-    ["fuse epilogue", "persistent", "group_m 8"],
-    ["fuse epilogue", "autotune"],
+@pytest.mark.parametrize("steps", [  # 16 tiles and K = 16384 traced: the port splits K in 4
+    ["fuse epilogue", "split_k 2"],
+    ["fuse epilogue", "split_k 1", "persistent", "group_m 8"],
+    ["fuse epilogue", "split_k 1", "autotune"],
     ["fuse epilogue", "precision ieee", "tile BLOCK_M=32 BLOCK_N=64 BLOCK_K=32"],
 ])
 def test_matmul_step_sequences(steps, tmp_path):

@@ -34,6 +34,16 @@ COLUMN_FULL_CONFIG = {"BLOCK_M": 128, "BLOCK_N": 32, "num_warps": 2, "split_k": 
 # splits few-tile, long-K products (port_split_k).
 MATMUL_CONFIG = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 1, "num_warps": 4,
                  "num_stages": 3, "split_k": 1, "precision": "tf32x3"}
+# split-K from the port (lower/matmul.py port_split_k): an output of fewer tiles than SPLIT_SMS leaves
+# SMs idle however long K is (KernelBench level-1 6_, 256 x 256 out, K = 524288: 16 tiles of 64x64 on
+# an H100's 132 SMs, 0.08x torch.compile unsplit). Its slices: the power of two that gives at least
+# SPLIT_PER_SM programs per SM, each slice keeping at least SPLIT_MIN_K of K, at most SPLIT_MAX
+# (6_: 32 slices of 16384, 512 programs, an 8 MB fp32 workspace). 256 tiles were not split:
+# matmul_large_k_fp16 (128x128 tiles, K = 131072) ran slower at `split_k 4` on the H200.
+SPLIT_SMS = 132
+SPLIT_PER_SM = 2
+SPLIT_MIN_K = 4096
+SPLIT_MAX = 64
 # 16-bit operands run on the tensor cores: bigger tiles keep them busy (their dots ignore the
 # precision, which stays the ieee it always was: the programs are unchanged)
 MATMUL_CONFIG_16 = {**MATMUL_CONFIG, "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 8,

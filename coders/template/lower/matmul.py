@@ -3,6 +3,7 @@ attention` turns into one flash kernel."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from coders.template.ir import Kernel, Op, Output, ProgramIR
@@ -14,6 +15,10 @@ from coders.template.lower.configs import (
     MATMUL_CONFIG,
     MATMUL_CONFIG_16,
     ROW_CONFIG,
+    SPLIT_MAX,
+    SPLIT_MIN_K,
+    SPLIT_PER_SM,
+    SPLIT_SMS,
 )
 from coders.template.trace import GNode, Graph, Ref, unsupported
 
@@ -39,9 +44,26 @@ def lower_matmul(graph: Graph, ir: ProgramIR, node: GNode) -> Kernel:
                     f"like:{a.name}" if graph.node(a.name).dtype == node.dtype else dtype)
     dtype_a = graph.node(a.name).dtype
     space = {"a": a.name, "b": b.name, "form": form, "traced": out_shape, "dtype": dtype_name(dtype_a)}
-    config = MATMUL_CONFIG_16 if dtype_a in HALF else MATMUL_CONFIG
+    config = dict(MATMUL_CONFIG_16 if dtype_a in HALF else MATMUL_CONFIG)
+    sa = graph.node(a.name).shape
+    batch = math.prod(sa[:-2]) if form == "bmm" else 1
+    config["split_k"] = port_split_k(batch, math.prod(out_shape) // batch // out_shape[-1], out_shape[-1],
+                                     sa[-1], config)
     return Kernel(name=node.name, kind="matmul", space=space, operands=body.operands, body=body.ops,
-                  outputs=[output], config=dict(config))
+                  outputs=[output], config=config)
+
+
+def port_split_k(batch: int, m: int, n: int, k: int, config: dict[str, Any]) -> int:
+    """K slices for the port (configs.py SPLIT_*): 1 unless the output has fewer tiles than SMs; then
+    the power of two that makes SPLIT_PER_SM programs per SM, as far as each slice keeps SPLIT_MIN_K
+    of K. Decided at the traced sizes: a program run at other sizes keeps its split."""
+    tiles = batch * -(-m // config["BLOCK_M"]) * -(-n // config["BLOCK_N"])
+    if tiles >= SPLIT_SMS:
+        return 1
+    split = 1
+    while tiles * split < SPLIT_PER_SM * SPLIT_SMS and k // (2 * split) >= SPLIT_MIN_K and split < SPLIT_MAX:
+        split *= 2
+    return split
 
 
 def _matrix_vector(graph: Graph, ir: ProgramIR, node: GNode) -> Kernel:

@@ -155,9 +155,12 @@ def _matmul_knobs(ir: ProgramIR, kernel: Kernel, cfg: dict[str, Any], tuned: boo
         menu += [make("num_stages", s) for s in STAGES]
     menu += [make("group_m", g) for g in GROUPS]
     _, m_, n_, k_ = matmul_mnk(ir, kernel)
-    if not tuned and not cfg.get("persistent") and (k_ >= 4 * max(m_, n_) or
+    if not tuned and not cfg.get("persistent") and (split or k_ >= 4 * max(m_, n_) or
                                                     (m_ * n_ <= 512 * 512 and k_ >= 1024)):
-        menu += [make("split_k", s) for s in SPLITS]
+        # and the neighbours of a split the port chose (lower/matmul.py port_split_k: 32 slices)
+        current = cfg.get("split_k", 1)
+        menu += [make("split_k", s) for s in dict.fromkeys([*SPLITS, current // 2, current * 2])
+                 if 1 <= s <= 64]
     if not cfg.get("persistent") and not split:
         menu.append(make("persistent"))
     if not tuned and not split:
