@@ -75,6 +75,21 @@ def test_a_tf32_output_where_eager_ran_fp32_is_refused_with_its_reason_or_flagge
     assert Verdict.from_dict(refused.to_dict()).reason == TF32_BEYOND_EAGER
 
 
+def test_a_tf32_error_under_the_fp32_tolerance_is_still_refused_but_fp32_rounding_is_not():
+    # level-2 87 / 90 on an H100: TF32 outputs at 8.8e-5 / 9.3e-5 normalized passed the 1e-4 fp32
+    # tolerance and KernelBench's eval refused them; fp32-exact forms err ~2e-7
+    ref = torch.randn(4000)
+    noise = torch.randn(ref.shape, generator=torch.Generator().manual_seed(2)).sign()
+    tf32_like = ref + 4e-5 * ref.abs().max() * noise
+    refused = judged(conv_task(), tf32_like, ref, True)
+    assert refused.status == Status.INCORRECT and refused.reason == TF32_BEYOND_EAGER
+    assert judged(conv_task(), ref + 2e-7 * ref.abs().max() * noise, ref, True).ok
+    # a reference whose own fp32 rounding is larger (a long reduction) widens what counts as fp32
+    reference, result = reference_and_result(tf32_like, ref)
+    reference.expected[0]["reference_errors"] = [1e-4]
+    assert judge_correctness(conv_task(), StaticReport(), reference, result, Verdict(Status.OK), "cuda", True).ok
+
+
 def test_a_task_that_lists_tf32_itself_keeps_its_allowance():
     allowed = conv_task('MTMC = {"precision": ["tf32"]}')
     assert not refuse_tf32_beyond_eager(allowed, True) and refuse_tf32_beyond_eager(conv_task(), True)

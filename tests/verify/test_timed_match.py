@@ -17,6 +17,7 @@ from mtmc.verify.judging import timed_tolerances
 from mtmc.verify.timing import LOOSE_MATCH, Timing, _check_output, close
 
 FP32, TF32 = (1e-4, 1e-4), (2e-3, 2e-3)
+EXACT = (1e-5, 1e-5)  # correctness.TF32_EVIDENCE: fp32 where eager computed fp32 (verifier 2.10)
 
 
 def mismatches(outputs: list[torch.Tensor], own: list[torch.Tensor], rule) -> int:
@@ -63,7 +64,7 @@ def test_the_tolerances_sent_with_the_candidate_follow_eager_as_its_checks_do():
     ref = torch.randn(4000)
     reference, _ = reference_and_result(ref.clone(), ref)
     reference.timing_sets = [0]
-    assert timed_tolerances(conv_task(), reference) == [[FP32]]  # eager computed it in fp32
+    assert timed_tolerances(conv_task(), reference) == [[EXACT]]  # eager computed it in fp32
     assert timed_tolerances(conv_task(), reference, False) == [[TF32]]  # the knob off: the allowance
     assert timed_tolerances(conv_task('MTMC = {"precision": ["tf32"]}'), reference) == [[TF32]]
     reference.expected[0]["eager_errors"] = [6e-4]  # eager on TF32: the allowance, widened to 3x it
@@ -78,7 +79,7 @@ def test_the_engine_sends_them_with_its_knob():
     ref = torch.randn(8)
     reference, _ = reference_and_result(ref.clone(), ref)
     reference.timing_sets = [0]
-    for follows, held in ((True, FP32), (False, TF32)):
+    for follows, held in ((True, EXACT), (False, TF32)):
         engine = SimpleNamespace(settings=Settings(tf32_follows_eager=follows), device_type="cuda")
         args = Engine._candidate_args(engine, conv_task(), Program("src"), reference)
         assert args["timed_tolerances"] == [[held]]
