@@ -107,6 +107,14 @@ def test_an_epilogue_fuses_into_a_split_normalization(tmp_path):
     check(task, program, tmp_path)
 
 
+def test_a_prologue_fuses_into_a_split_normalization(tmp_path):
+    """LayerNorm(tanh(x) * 2 + x): both kernels compute the prologue from x; the split stays."""
+    task = task_of("nn.LayerNorm(SHAPE[1:])", "self.norm(torch.tanh(x) * 2.0 + x)")
+    program = coder.apply(task, forced(task), Strategy.parse("fuse prologue"))
+    assert splits(program) == [7] and program.source.count("@triton.jit") == 2
+    check(task, program, tmp_path)
+
+
 def test_the_port_splits_a_layer_norm_of_few_long_rows(tmp_path):
     """2 rows of 301 x 257 = 77357 values: 4 slices of at least SPLIT_SLICE (configs.py)."""
     task = task_of("nn.LayerNorm(SHAPE[1:])", shape=(2, 301, 257), small=(3, 4, 5))
