@@ -93,18 +93,26 @@ def test_a_split_of_more_slices_than_a_combine_tile_walks_several_tiles(tmp_path
     ("x.sum(-1)", (300, 20000)),  # rows enough for SPLIT_PROGRAMS programs
     ("x.sum()", (3, 10000)),  # 30000 values: one slice of SPLIT_SLICE... two at most
     ("x.sum(-1)", (5, 40000)),  # 2 slices of a row: fewer than SPLIT_MIN
-    ("self.norm(x)", (2, 301, 257)),  # full-size outputs: a second pass after the statistics
-], ids=["many_rows", "short", "two_slices", "layer_norm"])
+    # full-size outputs after dependent passes (the online max and sum); a LayerNorm of few long rows
+    # splits as a normalization (test_template_norm_split.py)
+    ("x.softmax(-1)", (2, 77357)),
+], ids=["many_rows", "short", "two_slices", "softmax"])
 def test_the_port_keeps_one_program_a_row(forward, shape):
     program = coder.apply(task_of(forward, shape), None, PORT)
     assert set(splits(program).values()) == {1}
 
 
-def test_a_split_port_goes_back_to_one_program_a_row_and_then_fuses(tmp_path):
-    """`split_k 1` undoes the port's split; a full-size epilogue (x / norm) fuses only then."""
+def test_a_split_port_goes_back_to_one_program_a_row_and_fuses_either_way(tmp_path):
+    """`split_k 1` undoes the port's split; a full-size epilogue (x / norm) fuses into the split
+    reduction too, which then is a split normalization (statistics and normalize kernels,
+    emit/reduce_norm_split.py): the split stays."""
     task = task_of("x / torch.norm(x, p='fro')", (3, 1000, 77))
     program = coder.apply(task, None, PORT)
-    assert Strategy.parse("fuse epilogue") not in coder.legal_strategies(task, program)
+    assert Strategy.parse("fuse epilogue") in coder.legal_strategies(task, program)
+    fused = coder.apply(task, program, Strategy.parse("fuse epilogue"))
+    assert list(splits(fused).values()) == [3 * 1000 * 77 // SPLIT_SLICE]
+    assert "_stats_kernel" in fused.source and "_combine_kernel" not in fused.source
+    check(task, fused, tmp_path)
     program = coder.apply(task, program, Strategy.parse("split_k 1"))
     assert set(splits(program).values()) == {1}
     assert Strategy.parse("fuse epilogue") in coder.legal_strategies(task, program)

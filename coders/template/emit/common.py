@@ -44,6 +44,8 @@ RESERVED |= {"rb", "rc", "rs", "m_mask", "n_mask", "batch", "spatial", "C_in", "
 # the scan and arg-reduction kernels' own names (emit/scan.py)
 RESERVED |= {"lane", "carry", "at", "src", "pos", "in_walk", "out_mask", "v", "scanned", "best", "best_at",
              "take", "seen", "is_nan", "any_nan", "top", "hit", "index", "n_walk", "n_inner_blocks"}
+# a split reduction's slice and workspace (emit/reduce_split.py, emit/reduce_norm_split.py)
+RESERVED |= {"split", "lo", "hi", "sl", "sl_mask", "sl_count", "slice_ids", "slice0", "slice_mask", "back"}
 # the row and column of an element in a triu / tril (pointwise kernels)
 RESERVED |= {"tri_row", "tri_col", "tri_rows", "tri_cols"}
 # the conv kernel's own names (emit/conv.py)

@@ -23,6 +23,7 @@ The emitter is split by role; this module keeps the names the template coder imp
 - reduce_kernel.py: the kernel, one pass or looped
 - reduce_passes.py: the looped form's passes; reduce_pairs.py: its online softmax and Welford pairs
 - reduce_split.py: split reductions' partial and combine kernels
+- reduce_norm_split.py: split normalizations' statistics and normalize kernels (full-size outputs)
 - reduce_launch.py: the launcher and autotune space
 """
 

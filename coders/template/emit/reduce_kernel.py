@@ -10,8 +10,9 @@ from coders.template.emit.launch import kernel_header
 from coders.template.emit.reduce_analysis import analyse, writes_by_channel
 from coders.template.emit.reduce_body import body_of, store
 from coders.template.emit.reduce_layout import Layout
+from coders.template.emit.reduce_norm_split import emit_norm_split
 from coders.template.emit.reduce_passes import looped
-from coders.template.emit.reduce_split import emit_split
+from coders.template.emit.reduce_split import emit_split, reduces_in_slices
 from coders.template.ir import Kernel
 
 _SIZES = ("n_rows", "n_cols", "n_red", "n_inner", "G", "CPG", "HW", "n_tail")
@@ -51,9 +52,10 @@ def build(kernel: Kernel, depth: int) -> tuple[Layout, list[str], list[str]]:
 
 
 def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
-    """Write the kernel; a split reduction writes its partial and combine kernels instead."""
+    """Write the kernel; a split reduction writes its partial and combine kernels instead, a split
+    normalization its statistics and normalize kernels."""
     if kernel.config.get("split_k", 1) > 1:
-        emit_split(w, kernel, name)
+        (emit_split if reduces_in_slices(kernel) else emit_norm_split)(w, kernel, name)
         return
     lay, lines, sizes = build(kernel, w.depth + 1)
     operands = [var(o.value) if o.scalar else ptr(o.value) for o in kernel.operands]

@@ -8,7 +8,8 @@ from coders.template.emit.launch import Launcher, autotune_configs, output_alloc
 from coders.template.emit.reduce_analysis import analyse, full_size_outputs, writes_by_channel
 from coders.template.emit.reduce_kernel import build
 from coders.template.emit.reduce_layout import Layout, chunk_of
-from coders.template.emit.reduce_split import combine_name, combine_ops, emit_split
+from coders.template.emit.reduce_norm_split import stats_name, stats_operands, workspace_slots
+from coders.template.emit.reduce_split import combine_name, combine_ops, emit_split, reduces_in_slices
 from coders.template.ir import Kernel
 
 # a full-size output reads its row twice unless the row stays in registers: log_softmax_vocab
@@ -72,8 +73,10 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
             reduced_shape(x, lay.d0, lay.d1, lay.rank, out.keepdim)
         w(f"{out.value} = {output_alloc(shape, out.dtype, device)}")
     args = [o.value for o in kernel.operands] + [o.value for o in kernel.outputs]
-    if kernel.config.get("split_k", 1) > 1:
+    if kernel.config.get("split_k", 1) > 1 and reduces_in_slices(kernel):
         launch_split(w, kernel, name, lay, device)
+    elif kernel.config.get("split_k", 1) > 1:
+        launch_norm_split(w, kernel, name, lay, device)
     elif lay.column:
         _launch_columns(w, kernel, name, lay, args)
     else:
@@ -206,6 +209,27 @@ def launch_split(w: Writer, kernel: Kernel, name: str, lay: Layout, device: str)
     block = COMBINE_TILE // slices
     for line in _call(w, f"{combine_name(name)}[(triton.cdiv(n_reduced, {block}),)]",
                       second + [f"SPLIT={split}", f"SLICES={slices}", f"BLOCK={block}"]):
+        w(line)
+
+
+def launch_norm_split(w: Writer, kernel: Kernel, name: str, lay: Layout, device: str) -> None:
+    """A split normalization's workspace, its statistics kernel and its normalize kernel, each over
+    (rows, SPLIT) programs (reduce_norm_split.py)."""
+    x, cfg = kernel.space["input"], kernel.config
+    split = cfg["split_k"]
+    w(f"n_rows = {_prod(x, 0, lay.d0)}")
+    w(f"n_cols = {_prod(x, lay.d0, lay.d1)}")
+    w(f"BLOCK = min(triton.next_power_of_2(n_cols), {chunk_of(cfg, lay.online)})")
+    w(f"# {split} programs share each row: each writes its slice's statistics, then each merges its")
+    w("# row's statistics and writes its slice of the outputs")
+    w(f"ws = torch.empty(({workspace_slots(kernel)}, {split}, n_rows), device={device}, dtype=torch.float32)")
+    kw = ["BLOCK=BLOCK", f"SPLIT={split}"] + _row_options(w, cfg, "BLOCK")
+    first = [kernel.operands[i].value for i in stats_operands(kernel)] + ["ws", "n_rows", "n_cols"]
+    for line in _call(w, f"{stats_name(name)}[(n_rows, {split})]", first + kw):
+        w(line)
+    slices = 1 << (split - 1).bit_length()  # the normalize kernel loads its row's partials at once
+    second = [o.value for o in kernel.operands + kernel.outputs] + ["ws", "n_rows", "n_cols"]
+    for line in _call(w, f"{name}[(n_rows, {split})]", second + kw[:2] + [f"SLICES={slices}"] + kw[2:]):
         w(line)
 
 

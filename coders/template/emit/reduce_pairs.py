@@ -19,7 +19,7 @@ def paired_update(w: Writer, lay: Layout, op: Op, pair: tuple[str, str, str], ac
     elif kind == "online":
         _online_lanes(w, lay, first, op.out, body.arg(source), accs, extras, explain)
     else:
-        _welford_chunk(w, lay, first, op.out, body.arg(source), accs)
+        welford_chunk(w, lay, first, op.out, body.arg(source), accs)
 
 
 def _online_lanes(w: Writer, lay: Layout, m: str, s: str, value: str, accs: dict[str, str],
@@ -72,15 +72,22 @@ def _online_groups(w: Writer, lay: Layout, m: str, s: str, value: str, accs: dic
     w(f"{acc_m} = {new}")
 
 
-def _welford_chunk(w: Writer, lay: Layout, mu: str, v: str, value: str, accs: dict[str, str]) -> None:
-    """Running mean mu and M2 (in v's accumulator), merged with one chunk's count, mean and M2 (Chan)."""
+def welford_chunk(w: Writer, lay: Layout, mu: str, v: str, value: str, accs: dict[str, str],
+                  span: tuple[str, str] | None = None) -> None:
+    """Running mean mu and M2 (in v's accumulator), merged with one chunk's count, mean and M2 (Chan).
+    `span`: the (first, end) of a slice of the row the walk covers (a split norm's statistics
+    kernel, reduce_norm_split.py); the whole row by default."""
     mask, keep = lay.red_mask, lay.keep
     acc_mu, acc_v, v = accs[mu], accs[v], var(v)
     count, chunk_count, chunk_mean = f"count_{v}", f"chunk_count_{v}", f"chunk_mean_{v}"
     dev, delta, weight = f"chunk_dev_{v}", f"delta_{v}", f"weight_{v}"
     w("# Welford per chunk (Chan's merge): the divisions are per chunk, none per element")
-    w(f"{count} = start * 1.0  # every earlier chunk was full")
-    w(f"{chunk_count} = tl.minimum({lay.red_size} - start, {lay.block}) * 1.0")
+    if span:
+        w(f"{count} = (start - {span[0]}) * 1.0  # every earlier chunk of the slice was full")
+    else:
+        w(f"{count} = start * 1.0  # every earlier chunk was full")
+    end = span[1] if span else lay.red_size
+    w(f"{chunk_count} = tl.minimum({end} - start, {lay.block}) * 1.0")
     w(f"{chunk_mean} = tl.sum(tl.where({mask}, {value}, 0.0), axis=0{keep}) / {chunk_count}")
     w(f"{dev} = tl.where({mask}, {value} - {chunk_mean}, 0.0)")
     w(f"{delta} = {chunk_mean} - {acc_mu}")

@@ -11,10 +11,17 @@ from coders.template.emit.launch import kernel_header, wrap_call
 from coders.template.emit.reduce_analysis import analyse, full_size_outputs
 from coders.template.emit.reduce_body import body_of
 from coders.template.emit.reduce_layout import COMBINE, IDENTITY, Layout
+from coders.template.emit.reduce_norm_split import norm_splittable
 from coders.template.ir import Kernel, Op
 
 
 def splittable(kernel: Kernel) -> bool:
+    """A split reduction's partial results combine later (reduces_in_slices), or a split
+    normalization's statistics do (reduce_norm_split.py, norm_splittable)."""
+    return reduces_in_slices(kernel) or norm_splittable(kernel)
+
+
+def reduces_in_slices(kernel: Kernel) -> bool:
     """Every reduction in the first pass and no full-size output: partial results combine later."""
     lay = Layout(kernel)
     if lay.groups:

@@ -13,7 +13,8 @@ ROW_CONFIG = {"BLOCK": 8192, "split_k": 1, "auto_block": True}
 # streaming multiprocessor of an H100 (132), each slice at least SPLIT_SLICE values (a 16K-value slice
 # is two of the port's 8192-value chunks; a shorter one costs more in the second launch than it saves).
 # KernelBench level 1 on an H100 at split 1 (one program per row): 37_FrobeniusNorm_ 0.02x
-# torch.compile, 94_MSELoss 0.02x, 96_HuberLoss 0.03x (a full reduction: one program).
+# torch.compile, 94_MSELoss 0.02x, 96_HuberLoss 0.03x (a full reduction: one program); 40_LayerNorm
+# 0.28x (16 rows; a normalization splits as emit/reduce_norm_split.py's two kernels).
 SPLIT_PROGRAMS = 264
 SPLIT_SLICE = 16384
 SPLIT_MIN = 4  # fewer slices: a second launch for at most a halved (and already short) reduction

@@ -99,7 +99,8 @@ def _configure(new: ProgramIR, task: Task, kernel: Kernel, strategy: Strategy) -
         _require(kernel.kind == "matmul", "group_m applies to matmul kernels")
         cfg["GROUP_M"] = int(value)
     elif kind == "split_k" and kernel.kind == "reduce":
-        _require(reduce_emit.splittable(kernel), "the reduction has dependent passes or full-size outputs")
+        _require(reduce_emit.splittable(kernel),
+                 "the reduction has dependent passes, or reduced outputs beside full-size ones")
         _require(not cfg.get("persistent") and not cfg.get("autotune"),
                  "split reductions do not combine with persistent or autotuned kernels")
         _require(int(value) >= 1, "split_k must be positive")
