@@ -49,6 +49,9 @@ def lower_matmul(graph: Graph, ir: ProgramIR, node: GNode) -> Kernel:
     batch = math.prod(sa[:-2]) if form == "bmm" else 1
     config["split_k"] = port_split_k(batch, math.prod(out_shape) // batch // out_shape[-1], out_shape[-1],
                                      sa[-1], config)
+    # misaligned K: an fp32 launcher on tensor-core dots zero-pads it (emit/matmul/layout.py k_padding)
+    if dtype_a not in HALF and (sa[-1] % 4 if form == "linear" else sa[-1] % config["BLOCK_K"]):
+        config["pad_k"] = True
     return Kernel(name=node.name, kind="matmul", space=space, operands=body.operands, body=body.ops,
                   outputs=[output], config=config)
 

@@ -2,7 +2,8 @@
 
 Each program computes one BLOCK_M x BLOCK_N output tile; A and B are read through their strides,
 so transposed views cost no copy (16-bit 2-D GEMMs load through TMA descriptors where rows are
-16-byte aligned). Options the planner turns on: grouped tile order (GROUP_M),
+16-byte aligned; fp32 tensor-core GEMMs of a misaligned K read copies zero-padded along K).
+Options the planner turns on: grouped tile order (GROUP_M),
 split-K (partial tiles to an fp32 workspace, then a reduce kernel that runs the epilogue), a
 persistent grid, and autotuning.
 

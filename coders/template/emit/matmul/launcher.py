@@ -11,6 +11,7 @@ from coders.template.emit.matmul.layout import (
     group_size,
     is_batched,
     is_grouped,
+    k_padding,
     split_reduce_name,
     uses_tma,
 )
@@ -83,7 +84,8 @@ def _operand_views(w: Writer, kernel: Kernel) -> tuple[list[str], str, str]:
         w("N = b3.shape[-1]")
         if fp32_layout_copy(kernel):
             _layout_comment(w, kernel)
-            w("b3 = b3.transpose(1, 2).contiguous().transpose(1, 2)")
+            _pad_k(w, kernel, "a3", "b3 = torch.nn.functional.pad(b3.transpose(1, 2), (0, K - b3.shape[1]))"
+                   ".transpose(1, 2)", "b3 = b3.transpose(1, 2).contiguous().transpose(1, 2)")
         strides = ["a3.stride(0)", "a3.stride(1)", "a3.stride(2)", "b3.stride(0)", "b3.stride(1)",
                    "b3.stride(2)"]
         a_arg, b_arg = "a3", "b3"
@@ -93,7 +95,10 @@ def _operand_views(w: Writer, kernel: Kernel) -> tuple[list[str], str, str]:
         w("M = a2.shape[0]")
         if fp32_layout_copy(kernel):
             _layout_comment(w, kernel)
-            w(f"{b} = {b}.t().contiguous().t()")
+            _pad_k(w, kernel, "a2", f"{b} = torch.nn.functional.pad({b}.t(), (0, K - {b}.shape[0])).t()",
+                   f"{b} = {b}.t().contiguous().t()")
+        elif form == "linear":  # the weight (N, K) is K-major as stored: padded only where rows misalign
+            _pad_k(w, kernel, "a2", f"{b} = torch.nn.functional.pad({b}, (0, K - {b}.shape[1]))", None)
         if form == "linear":
             w(f"N = {b}.shape[0]")
             # B[k, n] = W[n, k]: walk the weight through its strides instead of transposing it
@@ -120,6 +125,33 @@ def _split_k_launch(w: Writer, kernel: Kernel, name: str, grid: str, args: list[
     kw = [f"SPLIT_K={split}", f"BLOCK_M={cfg['BLOCK_M']}", f"BLOCK_N={cfg['BLOCK_N']}"]
     for line in wrap_call(f"{split_reduce_name(name)}[grid]", args + kw, "", w.depth):
         w(line)
+
+
+def _pad_k(w: Writer, kernel: Kernel, a: str, b_padded: str, b_copy: str | None) -> None:
+    """B's K-major copy (`b_copy`), or where K is misaligned at run time copies of A and B zero-padded
+    along K to a multiple of BLOCK_K (layout.py k_padding says why and when)."""
+    padding = k_padding(kernel)
+    if padding is None:
+        if b_copy:
+            w(b_copy)
+        return
+    multiple, test = padding
+    w(f"if K % {test}:")
+    w.indent()
+    if test == multiple:
+        w("# K is not a multiple of BLOCK_K: the copies zero-pad it to one (A's costs one more pass),")
+    else:
+        w("# rows of K fp32 values are not 16-byte aligned: zero-pad A and the weight along K to a")
+        w("# multiple of BLOCK_K (a copy of the weight per call, paid only here),")
+    w("# so rows are 16-byte aligned (vector loads, 16-byte cp.async) and the K loop runs unmasked")
+    w("# (EVEN_K); the zeros add nothing to the dot")
+    w(f"K = triton.cdiv(K, {multiple}) * {multiple}")
+    w(f"{a} = torch.nn.functional.pad({a}, (0, K - {a}.shape[-1]))")
+    w(b_padded)
+    w.dedent()
+    if b_copy:
+        w("else:")
+        w(f"    {b_copy}")
 
 
 def _layout_comment(w: Writer, kernel: Kernel) -> None:
