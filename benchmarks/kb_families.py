@@ -21,7 +21,7 @@ def family(name: str) -> str:
     low = name.lower()
     if "pool" in low and "conv" not in low and "matmul" not in low and "gemm" not in low:
         return "pooling"
-    if "transpose" in low:
+    if "transpose" in low and "conv" in low:  # not level 1's 16-18_Matmul_with_transposed_*
         return "conv-transpose"
     if "conv" in low:
         return "conv"

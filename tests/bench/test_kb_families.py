@@ -17,6 +17,7 @@ spec.loader.exec_module(kb_families)
     ("64_conv_transposed_1D", "conv-transpose"),
     ("93_ConvTranspose2d_Add_Min_GELU_Multiply", "conv-transpose"),
     ("6_Conv3d_Softmax_MaxPool_MaxPool", "conv"), ("55_Matmul_MaxPool_Sum_Scale", "other"),
+    ("17_Matmul_with_transposed_B", "other"),
 ])
 def test_family_from_the_task_name(name, family):
     assert kb_families.family(name) == family
