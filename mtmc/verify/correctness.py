@@ -120,9 +120,10 @@ TF32_BEYOND_EAGER_FLAG = ("tf32_beyond_eager: an output erred as TF32 does (norm
                           "eager PyTorch computed it in fp32 on this GPU (its error {eager:.1e}); more than "
                           "fp32 rounding explains (TF32_EVIDENCE)")
 TF32_BEYOND_EAGER_REFUSAL = (
-    "{label}: erred as TF32 does (normalized error {cand:.1e}, above the {fp32:.1e} fp32 rounding explains) where "
-    "eager PyTorch computed this output in fp32 on this GPU (its error {eager:.1e}: cuDNN chose an fp32 "
-    "algorithm for these shapes), so the fp32 tolerance applies (tf32_beyond_eager). Compute its "
+    "{label}: erred as TF32 does (normalized error {cand:.1e}, above the {fp32:.1e} fp32 rounding "
+    "explains) where eager PyTorch computed this output in fp32 on this GPU (its error {eager:.1e}: cuDNN "
+    "chose an fp32 algorithm for these shapes), so the fp32 tolerance applies (tf32_beyond_eager). Compute "
+    "its "
     "convolutions fp32-exact: tl.dot with input_precision=\"ieee\" or \"tf32x3\" (the `precision ieee` / "
     "`precision tf32x3` steps) or fp32 FMAs, not TF32 dots")
 REFERENCE_ERROR_CAP = 1.0  # the reference's own error counts up to its own size, no further (docstring)
