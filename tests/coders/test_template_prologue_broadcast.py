@@ -139,3 +139,19 @@ def test_a_per_channel_epilogue_after_a_column_mean(tmp_path):
     split = coder.apply(task, program, Strategy.parse("split_k 4"))
     assert "(offs // span_3_4) % span_1_2" in split.source
     check_module(task, import_program(split.source, tmp_path, "mean_bias_split"), [{}])
+
+
+def test_the_heuristic_planner_fuses_the_hinge_loss_before_vectorizing(tmp_path):
+    """The port's dominant kernel is the pointwise one (vectorize on the menu); the generic fuse wish
+    comes first, so the full-size clamp's round trip goes before any knob is tuned."""
+    from mtmc.protocols import PlanState
+    from mtmc.tasks.summary import summarize
+    from planners.heuristic import HeuristicPlanner
+
+    task = task_from_source(tmp_path, "hinge_mean", HINGE.format(cols="batch_size", targets="batch_size"))
+    program = coder.apply(task, None, PORT)
+    legal = coder.legal_strategies(task, program)
+    assert Strategy.parse("vectorize") in legal
+    state = PlanState(task=task, summary=summarize(task), program=program, verdict=None, legal=legal,
+                      steps_left=10)
+    assert HeuristicPlanner().propose(state) == FUSE
