@@ -102,10 +102,15 @@ def _spread_single_values(w: Writer, kernel: Kernel, full: list[int]) -> None:
     for o in kernel.operands:
         if o.scalar or not o.dims or o.dims == full:
             continue
-        size = " * ".join(f"shape[{d}]" for d in o.dims)
-        v = o.value
-        w(f"if {v}.numel() != {size}:  # a single value broadcast at this size")
-        w(f"    {v} = {v}.reshape(-1).expand({size}).contiguous()")
+        spread_single_value(w, o.value, o.dims, "shape")
+
+
+def spread_single_value(w: Writer, v: str, dims: list[int], shape: str) -> None:
+    """Spread operand `v` over `dims` of `shape` where it holds a single value at this size (above; the
+    reduce launcher's operands that span part of an axis too, reduce_launch.py)."""
+    size = " * ".join(f"{shape}[{d}]" for d in dims)
+    w(f"if {v}.numel() != {size}:  # a single value broadcast at this size")
+    w(f"    {v} = {v}.reshape(-1).expand({size}).contiguous()")
 
 
 def _params(kernel: Kernel) -> list[str]:

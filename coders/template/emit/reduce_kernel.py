@@ -9,7 +9,7 @@ from coders.template.emit.common import Writer, ptr, var
 from coders.template.emit.launch import kernel_header
 from coders.template.emit.reduce_analysis import analyse, writes_by_channel
 from coders.template.emit.reduce_body import body_of, store
-from coders.template.emit.reduce_layout import Layout
+from coders.template.emit.reduce_layout import Layout, span_sizes
 from coders.template.emit.reduce_norm_split import emit_norm_split
 from coders.template.emit.reduce_passes import looped
 from coders.template.emit.reduce_split import emit_split, reduces_in_slices
@@ -48,7 +48,7 @@ def build(kernel: Kernel, depth: int) -> tuple[Layout, list[str], list[str]]:
         lay.program(bw)
     looped(bw, kernel, lay)
     text = "\n".join(bw.lines)
-    return lay, bw.lines, [s for s in _SIZES if re.search(rf"\b{s}\b", text)]
+    return lay, bw.lines, [s for s in _SIZES if re.search(rf"\b{s}\b", text)] + span_sizes(text)
 
 
 def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from coders.template.emit.common import REDUCTIONS, Writer
 from coders.template.emit.launch import Launcher, autotune_configs, output_alloc, wrap_call
+from coders.template.emit.pointwise import spread_single_value
 from coders.template.emit.reduce_analysis import analyse, full_size_outputs, writes_by_channel
 from coders.template.emit.reduce_kernel import build
 from coders.template.emit.reduce_layout import Layout, chunk_of
@@ -67,6 +68,9 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
     launcher.begin(w)
     w.indent()
     launcher.contiguous(w)
+    for o in kernel.operands:  # read through a spread address: dense over its dims (pointwise.py)
+        if not o.scalar and lay.spreads(o.dims):
+            spread_single_value(w, o.value, o.dims, f"{x}.shape")
     device = launcher.device()
     for out in kernel.outputs:
         shape = f"{x}.shape" if out.dims == list(range(lay.rank)) else \
@@ -99,6 +103,7 @@ def _launch_columns(w: Writer, kernel: Kernel, name: str, lay: Layout, args: lis
     _column_sizes(w, kernel.space["input"], lay)
     w(f"BLOCK_M = min(triton.next_power_of_2(n_red), {cfg['BLOCK_M']})")
     launch = args + build(kernel, 1)[2]
+    _spans(w, kernel.space["input"], launch)
     if cfg.get("autotune"):
         w("grid = lambda meta: (n_outer * triton.cdiv(n_inner, meta['BLOCK_N']),)")
         w(f"{name}[grid]({', '.join(launch + ['BLOCK_M=BLOCK_M', 'ONE_PASS=n_red <= BLOCK_M'])})")
@@ -122,6 +127,7 @@ def _launch_rows(w: Writer, kernel: Kernel, name: str, lay: Layout, args: list[s
     else:
         w(f"BLOCK = min(triton.next_power_of_2(n_cols), {chunk})")
     launch = args + build(kernel, 1)[2]
+    _spans(w, kernel.space["input"], launch)
     kw = ["BLOCK=BLOCK", "ONE_PASS=n_cols <= BLOCK"]
     if writes_by_channel(kernel, lay):
         kw.append("BY_CHANNEL=2 * HW >= BLOCK")  # a channel fills at least half a chunk
@@ -153,6 +159,14 @@ def _row_sizes(w: Writer, x: str, lay: Layout) -> None:
         w(f"n_cols = {_prod(x, lay.d0, lay.d1)}")
         if lay.tail is not None:  # operands that span the rows' trailing dims (reduce_layout.py)
             w(f"n_tail = {_prod(x, lay.tail, lay.d0)}")
+
+
+def _spans(w: Writer, x: str, sizes: list[str]) -> None:
+    """The span_<a>_<b> sizes a kernel reads (reduce_layout.py: operands that span part of an axis)."""
+    for s in sizes:
+        if s.startswith("span_"):
+            a, b = (int(part) for part in s.split("_")[1:])
+            w(f"{s} = {_prod(x, a, b)}")
 
 
 def _rows_per_program(w: Writer, rows: int) -> None:
@@ -197,6 +211,7 @@ def launch_split(w: Writer, kernel: Kernel, name: str, lay: Layout, device: str)
     w(f"# {split} programs share each reduction; their partial results meet in the combine kernel")
     w(f"ws = torch.empty(({len(reds)}, {split}, n_reduced), device={device}, dtype=torch.float32)")
     sizes_a, sizes_c = emit_split(Writer(), kernel, name)
+    _spans(w, x, list(dict.fromkeys(sizes_a + sizes_c)))
     first = [o.value for o in kernel.operands] + ["ws", "n_reduced"] + sizes_a
     kw = consts + [f"SPLIT={split}"] + [f"{k}={cfg[k]}" for k in ("num_warps", "num_stages") if cfg.get(k)]
     for line in _call(w, f"{name}[({grid}, {split})]", first + kw):

@@ -3,6 +3,8 @@ view, index variables and masks, and the reductions and accumulators written ove
 
 from __future__ import annotations
 
+import re
+
 from coders.template.emit.common import (  # noqa: F401 - IDENTITY and COMBINE re-exported
     COMBINE,
     IDENTITY,
@@ -31,6 +33,29 @@ def chunk_of(config: dict, online: bool) -> int:
     """The chunk a looped row is walked in: a `tile` step's BLOCK, or ONLINE_CHUNK for an online
     softmax until a tile step sets one (`auto_block`)."""
     return ONLINE_CHUNK if online and config.get("auto_block") else config["BLOCK"]
+
+
+def span(a: int, b: int) -> str:
+    """The kernel argument holding the product of the input's dims a..b-1."""
+    return f"span_{a}_{b}"
+
+
+def span_sizes(text: str) -> list[str]:
+    """The span_<a>_<b> sizes a kernel's text reads, in order of their dims."""
+    found = {m.group(0): (int(m.group(1)), int(m.group(2)))
+             for m in re.finditer(r"\bspan_(\d+)_(\d+)\b", text)}
+    return sorted(found, key=found.__getitem__)
+
+
+def runs(dims: list[int]) -> list[list[int]]:
+    """Sorted dims grouped into runs of consecutive ones."""
+    out: list[list[int]] = []
+    for d in dims:
+        if out and out[-1][-1] == d - 1:
+            out[-1].append(d)
+        else:
+            out.append([d])
+    return out
 
 
 class Layout:
@@ -89,6 +114,8 @@ class Layout:
             return self._group_address(dims, what)
         if self._reads_a_row_tail(dims):
             return "(row % n_tail)" + (" * n_cols + cols" if self._col_dims(dims) else "")
+        if self.spreads(dims):
+            return self._spread_address(dims)
         return address(self.axes, dims, what)
 
     def mask(self, dims: list[int], what: str) -> str | None:
@@ -103,18 +130,21 @@ class Layout:
             return "col_mask" if set(dims) & set(range(first, self.rank)) else None
         if self._reads_a_row_tail(dims):
             return "col_mask" if self._col_dims(dims) else None
+        if self.spreads(dims):  # in range wherever the axes it touches are
+            masks = dict.fromkeys(a.mask for a in self.axes if a.mask and set(a.dims) & set(dims))
+            return " & ".join(masks) if masks else None
         return mask_of(self.axes, dims, what)
 
     # An operand may span the trailing row dims only: a per-channel (C,) parameter read by a reduction
     # over each (n, c) plane, whose rows are (n, c) flattened, is element row % C. Batch norm's
     # normalizing pass then joins a reduction after it as its prologue (fuse/merge.py).
     def _tail_start(self) -> int | None:
+        if self.kernel.config.get("split_k", 1) > 1:  # no n_tail there: spread addresses instead
+            return None
         starts = {self._row_dims(o.dims)[0] for o in self.kernel.operands
                   if not self.groups and not self.column and self._partial_rows(o.dims)}
         if len(starts) > 1:
             raise FusionError("operands span different trailing parts of the rows")
-        if starts and self.kernel.config.get("split_k", 1) > 1:
-            raise FusionError("a split reduction reads whole rows' operands only")
         return starts.pop() if starts else None
 
     def _row_dims(self, dims: list[int]) -> list[int]:
@@ -131,6 +161,35 @@ class Layout:
 
     def _reads_a_row_tail(self, dims: list[int]) -> bool:
         return self.tail is not None and self._partial_rows(dims) and self._row_dims(dims)[0] == self.tail
+
+    # An operand may span part of an axis in general (HingeLoss's targets, one dim of the flattened columns
+    # of a full mean; a per-channel weight of a row that is (n, c) flattened, in a split kernel): each run
+    # of its dims within an axis is indexed from the axis' flat index as the pointwise emitter does,
+    # `(index // <sizes after the run>) % <run size>`, the sizes passed as span_<a>_<b> (the product of
+    # the input's dims a..b-1, reduce_launch.py). Outputs never: rows would race to write them.
+    def spreads(self, dims: list[int]) -> bool:
+        """`dims` span part of an axis (and are not a row tail, nor GroupNorm's)."""
+        if self.groups or self._reads_a_row_tail(dims):
+            return False
+        return any(0 < len(set(a.dims) & set(dims)) < len(a.dims) for a in self.axes)
+
+    def _spread_address(self, dims: list[int]) -> str:
+        walks: list[tuple[str, list[int]]] = []  # (index expression, the run of dims it walks)
+        for axis in self.axes:
+            for run in runs([d for d in axis.dims if d in dims]):
+                index = axis.index
+                after = [d for d in axis.dims if d > run[-1]]
+                if after:
+                    index = f"{index} // {span(after[0], after[-1] + 1)}"
+                if run[0] != axis.dims[0]:
+                    index = f"({index}) % {span(run[0], run[-1] + 1)}" if after else \
+                        f"{index} % {span(run[0], run[-1] + 1)}"
+                walks.append((index, run))
+        terms = []
+        for index, run in walks:
+            inner = [span(r[0], r[-1] + 1) for r in runs([d for d in dims if d > run[-1]])]
+            terms.append(" * ".join([f"({index})" if inner and " " in index else index, *inner]))
+        return " + ".join(terms)
 
     def _group_address(self, dims: list[int], what: str) -> str:
         """Rows are (batch, group); a row's columns are its channels' elements, channel-major."""

@@ -40,8 +40,9 @@ def norm_splittable(kernel: Kernel) -> bool:
     if kernel.kind != "reduce":
         return False
     lay = Layout(kernel)
-    if lay.column or lay.groups or lay.tail is not None:
-        return False
+    if lay.column or lay.groups or lay.tail is not None or \
+            any(lay.spreads(o.dims) for o in kernel.operands if not o.scalar):
+        return False  # its kernels take n_rows and n_cols only
     varies, after, found = analyse(kernel, lay)
     reds = [op for op in kernel.body if op.op in REDUCTIONS]
     welford = all(kind == "welford" for kind, _, _ in paired_reductions(kernel).values())

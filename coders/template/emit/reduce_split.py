@@ -10,7 +10,7 @@ from coders.template.emit.common import REDUCTIONS, BodyEmitter, FusionError, Wr
 from coders.template.emit.launch import kernel_header, wrap_call
 from coders.template.emit.reduce_analysis import analyse, full_size_outputs
 from coders.template.emit.reduce_body import body_of
-from coders.template.emit.reduce_layout import COMBINE, IDENTITY, Layout
+from coders.template.emit.reduce_layout import COMBINE, IDENTITY, Layout, runs, span, span_sizes
 from coders.template.emit.reduce_norm_split import norm_splittable
 from coders.template.ir import Kernel, Op
 
@@ -44,7 +44,24 @@ def _reduced_address(lay: Layout, dims: list[int], what: str) -> str:
         return "offs // n_inner"
     if dims == inner:
         return "offs % n_inner"
-    raise FusionError(f"{what}: a split reduction cannot address dims {sorted(dims)}")
+    if not dims <= outer | inner:
+        raise FusionError(f"{what}: a split reduction cannot address dims {sorted(dims)}")
+    # part of the kept dims (a per-channel bias after a mean over other dims): each run of its dims
+    # indexed from the flat index as in the layout's spread addresses (reduce_layout.py)
+    kept = sorted(outer | inner)
+    terms = []
+    for run in runs(sorted(dims)):
+        index = "offs"
+        after = runs([d for d in kept if d > run[-1]])
+        if after:
+            sizes = [span(r[0], r[-1] + 1) for r in after]
+            index = f"offs // {sizes[0]}" if len(sizes) == 1 else f"offs // ({' * '.join(sizes)})"
+        if run[0] != kept[0]:
+            size = span(run[0], run[-1] + 1)
+            index = f"({index}) % {size}" if after else f"offs % {size}"
+        inner_sizes = [span(r[0], r[-1] + 1) for r in runs([d for d in dims if d > run[-1]])]
+        terms.append(" * ".join([f"({index})" if inner_sizes and " " in index else index, *inner_sizes]))
+    return " + ".join(terms)
 
 
 def combine_ops(kernel: Kernel) -> list[Op]:
@@ -91,7 +108,7 @@ def emit_split(w: Writer, kernel: Kernel, name: str) -> tuple[list[str], list[st
         bw(f"tl.store(ws_ptr + {slot} * n_reduced + {index}, {partial}{mask})")
     text = "\n".join(bw.lines)
     operands = [var(o.value) if o.scalar else ptr(o.value) for o in kernel.operands]
-    sizes = [s for s in ("n_cols", "n_red", "n_inner") if re.search(rf"\b{s}\b", text)]
+    sizes = [s for s in ("n_cols", "n_red", "n_inner") if re.search(rf"\b{s}\b", text)] + span_sizes(text)
     kernel_header(w, kernel, name, operands + ["ws_ptr", "n_reduced"] + sizes,
                   (["BLOCK_M", "BLOCK_N"] if lay.column else ["BLOCK"]) + ["SPLIT"])
     w.lines.extend(bw.lines)
@@ -142,7 +159,7 @@ def _emit_combine(w: Writer, kernel: Kernel, name: str, lay: Layout, reds: list[
         value = f"{var(out.src)}.to({ptr(out.value)}.dtype.element_ty)"
         cw(f"tl.store({ptr(out.value)} + offs, {value}, mask=mask)")
     text = "\n".join(cw.lines)
-    sizes = [s for s in ("n_cols", "n_red", "n_inner") if re.search(rf"\b{s}\b", text)]
+    sizes = [s for s in ("n_cols", "n_red", "n_inner") if re.search(rf"\b{s}\b", text)] + span_sizes(text)
     params = ["ws_ptr"] + [var(o.value) if o.scalar else ptr(o.value) for o in operands] + \
         [ptr(o.value) for o in kernel.outputs] + ["n_reduced"] + sizes
     w("@triton.jit")
