@@ -55,6 +55,8 @@ from mtmc.verify.case_io import (
     timing_sets,
 )
 from mtmc.verify.census_calls import CallAudit, censused
+from mtmc.verify.kept_state import changes as kept_changes
+from mtmc.verify.kept_state import digests as kept_digests
 from mtmc.verify.kept_state import persistent_tensors
 from mtmc.verify.output_seals import OutputSeals
 from mtmc.verify.policy import allowed_aten
@@ -273,7 +275,9 @@ def _state_changes(module: Any, cases: list[dict[str, Any]], device: str, forwar
     device; so does state carried across calls (S10).
 
     What it keeps is compared by keyed digests (output_seals.py), taken right after each call: a clone
-    kept through the second call (until verifier 2.9) was memory a kernel could copy its new state into."""
+    kept through the second call (until verifier 2.9) was memory a kernel could copy its new state into.
+    Each kept tensor by its whole storage, kept storages too, and a kept address is reported as one
+    (kept_state.py; verifier 2.11)."""
     pair = _state_pair(cases)
     if not pair:
         return []
@@ -282,12 +286,11 @@ def _state_changes(module: Any, cases: list[dict[str, Any]], device: str, forwar
     with sized(module, first["sizes"]):
         model = candidate_model(module, first, device)
         forward(model, audit.before(first, fresh_copy(first["inputs"], device)))
-        before = {path: digest(t) for path, t in persistent_tensors(model, module).items()}
+        before = kept_digests(persistent_tensors(model, module), digest)
         # checked: the second seed's pristine inputs overwritten with the first's would hide any cache
         forward(model, audit.before(second, fresh_copy(second["inputs"], device)))
-        after = {path: digest(t) for path, t in persistent_tensors(model, module).items()}
-    changed = sorted(set(before) ^ set(after))
-    return changed + sorted(p for p in set(before) & set(after) if before[p] != after[p])
+        after = kept_digests(persistent_tensors(model, module), digest)
+    return kept_changes(before, after)
 
 
 def _state_pair(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:

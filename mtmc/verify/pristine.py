@@ -26,8 +26,11 @@ host memory; each check copies them to the GPU after a device-wide sync (no cand
 during a check) and zeroes that copy, its product buffer and its sums, each block's too, before
 returning (each block's were left until verifier 2.9: of words a candidate chose, a block of one word
 each would show their weights; output_seals.py checks outputs, words the candidate chooses, with a
-key of their own). Left unzeroed: the reduction's own workspace, which the caching allocator frees as
-it is.
+key of their own). The sums run in two stages of at most SPAN values an output into tensors of our
+own, zeroed too (verifier 2.11): one reduction of 2^20 values an output split each over thread blocks,
+whose partial sums PyTorch's CUDA reduction keeps in a workspace it frees unzeroed (from its launch
+heuristics; not observed on a GPU). The weights are the key's SHAKE-256 stream (2.11; torch's MT19937
+before, whose state ~1,250 outputs give away): ~22 ms of CPU per key, one key per InputCheck.
 
 Cost (estimate, untimed): a check reads the tensor once (2 B a word) and writes and reads its int32
 products once (8 B a word): about 9x the tensor's bytes of memory traffic, ~45 ms for a 16 GiB input set
@@ -48,6 +51,7 @@ import torch
 PRIME = 2**127 - 1  # a Mersenne prime: the field of the polynomial hash
 WORDS = 1 << 20  # int16 words a chunk: the weights' length (two rows of int32, 8 MiB)
 BLOCK = 64  # chunks multiplied at once: 128 MiB of a tensor, a 512 MiB product buffer
+SPAN = 1024  # values an output of either summing stage reduces (one thread block's, on a GPU)
 
 
 def new_key() -> int:
@@ -59,8 +63,7 @@ class InputCheck:
     """The keyed checksum of a list of inputs (module docstring)."""
 
     def __init__(self, key: int) -> None:
-        generator = torch.Generator().manual_seed(key)
-        self._weights = torch.randint(0, 2**16, (2, WORDS), generator=generator, dtype=torch.int32)
+        self._weights = key_weights(key)
         seed = hashlib.sha256(f"mtmc-input-check:{key}".encode()).digest()
         self._point = int.from_bytes(seed, "big") % PRIME
 
@@ -93,6 +96,17 @@ class InputCheck:
         return out
 
 
+def key_weights(key: int) -> torch.Tensor:
+    """[2, WORDS] int32 weights in [0, 2^16): the key's SHAKE-256 stream read as 16-bit words. A
+    cryptographic stream: weights a candidate reads (a few at positions it chose, say) tell it
+    nothing of the others. Until verifier 2.11 torch's generator (MT19937) drew them, whose whole
+    state, so every weight, follows from ~1,250 of its outputs. ~22 ms of CPU per key (4 MiB;
+    MT19937 took ~5)."""
+    stream = hashlib.shake_256(f"mtmc-input-check-weights:{key}".encode()).digest(4 * WORDS)
+    words = torch.frombuffer(bytearray(stream), dtype=torch.int16).to(torch.int32)
+    return words.bitwise_and_(0xFFFF).view(2, WORDS)
+
+
 def _words(tensor: torch.Tensor) -> tuple[torch.Tensor, list[int]]:
     """The tensor's bytes as int16 words, and the odd last byte (if any) as a value of its own."""
     data = tensor.detach().resolve_conj().resolve_neg()
@@ -115,11 +129,22 @@ def _blocks(words: torch.Tensor) -> list[torch.Tensor]:
 
 def _weighted(rows: torch.Tensor, weights: torch.Tensor, buffer: torch.Tensor) -> torch.Tensor:
     """Each chunk's two weighted sums, [chunks * 2]: the int32 products land in `buffer` (zeroed by
-    the caller: with the inputs known they would give the weights away)."""
+    the caller: with the inputs known they would give the weights away). Summed in two stages of at
+    most SPAN values an output, into tensors of our own that are zeroed here: one long reduction
+    splits each output over thread blocks, and PyTorch's CUDA reduction then keeps their partial
+    sums in a workspace of the caching allocator's that it frees unzeroed (verifier 2.11)."""
     chunks, _, length = rows.shape
     products = buffer[:chunks * 2 * length].view(chunks, 2, length)
     torch.mul(rows, weights[:, :length], out=products)
-    return products.sum(dim=2, dtype=torch.int64).reshape(-1)
+    whole = length - length % SPAN
+    partial = products.new_empty((chunks, 2, whole // SPAN), dtype=torch.int64)
+    torch.sum(products[..., :whole].view(chunks, 2, -1, SPAN), dim=3, dtype=torch.int64, out=partial)
+    tail = products[..., whole:].sum(dim=2, dtype=torch.int64)  # fewer than SPAN values
+    sums = partial.sum(dim=2)
+    sums += tail  # in place: no unzeroed temporary of the sums
+    partial.zero_()
+    tail.zero_()
+    return sums.reshape(-1)
 
 
 def _fold(values: list[int], point: int) -> int:

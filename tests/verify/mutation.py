@@ -159,7 +159,7 @@ MANUAL = [
     ("seals: a timed call held to a changed untimed output not counted (S22)", OUTPUT_SEALS,
      "            self.changed += 1\n", "            pass\n"),
     ("pristine: unkeyed weights (a plain sum)", PRISTINE,
-     "self._weights = torch.randint(0, 2**16, (2, WORDS), generator=generator, dtype=torch.int32)",
+     "self._weights = key_weights(key)",
      "self._weights = torch.ones((2, WORDS), dtype=torch.int32)"),
     ("compare: shape", CORRECTNESS, "if out.shape != ref.shape:", "if False:"),
     ("compare: dtype", CORRECTNESS, "if out.dtype != ref.dtype:", "if False:"),

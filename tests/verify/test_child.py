@@ -94,6 +94,98 @@ def test_tensors_kept_on_the_model_may_be_made_once_but_not_depend_on_the_inputs
     assert _state_changes(candidate_module(LastInput), large_plan, "cpu", _forward) == ["self.last"]
 
 
+class _BufferCache(torch.nn.Module):
+    """A result cache in a buffer made once: the last input's rows, written on every call. How it
+    keeps the buffer is each test's: `keep` stores it, `reach` gets it back."""
+
+    def keep(self, buf):
+        raise NotImplementedError
+
+    def reach(self):
+        raise NotImplementedError
+
+    def forward(self, x):
+        if not hasattr(self, "made"):
+            self.made = True
+            self.keep(torch.zeros(2, 4, 3))  # [0]: the cache, [1]: never written
+        self.reach()[0].copy_(x)
+        return x * 2
+
+
+def test_a_cache_kept_as_an_untyped_storage_is_a_state_change():
+    class Storage(_BufferCache):
+        def keep(self, buf):
+            self.store = buf.untyped_storage()  # no tensor kept: the walk saw none before 2.11
+
+        def reach(self):
+            return torch.empty(0).set_(self.store).view(2, 4, 3)
+
+    changes = _state_changes(candidate_module(Storage), cases({"n": 4}, {"n": 4}), "cpu", _forward)
+    assert changes == ["self.store"]
+
+
+def test_a_cache_reached_through_a_constant_view_of_its_buffer_is_a_state_change():
+    class View(_BufferCache):
+        def keep(self, buf):
+            self.anchor = buf[1, 0, :1]  # one element that never changes: all the digest saw before 2.11
+
+        def reach(self):
+            return torch.as_strided(self.anchor, (2, 4, 3), (12, 3, 1), 0)  # glue, statically allowed
+
+    changes = _state_changes(candidate_module(View), cases({"n": 4}, {"n": 4}), "cpu", _forward)
+    assert changes == ["self.anchor"]
+
+
+def test_a_cache_kept_in_pythons_own_holders_is_a_state_change():
+    import functools
+    import itertools
+
+    class Partial(_BufferCache):
+        def keep(self, buf):
+            self.get = functools.partial(lambda b: b, buf)
+
+        def reach(self):
+            return self.get()
+
+    class Repeat(_BufferCache):
+        def keep(self, buf):
+            self.buffers = itertools.repeat(buf)
+
+        def reach(self):
+            return next(self.buffers)
+
+    class BoundMethod(_BufferCache):
+        def keep(self, buf):
+            self.cache_of = buf.view_as  # a bound builtin method: its tensor
+
+        def reach(self):
+            return self.cache_of(torch.empty(2, 4, 3))
+
+    for model, path in ((Partial, "self.get.<2>[0]"), (Repeat, "self.buffers.<0>"),
+                        (BoundMethod, "self.cache_of.<self>")):
+        changes = _state_changes(candidate_module(model), cases({"n": 4}, {"n": 4}), "cpu", _forward)
+        assert changes == [path], model.__name__
+
+
+def test_a_kept_memory_address_is_reported_though_it_never_changes():
+    class Address(_BufferCache):
+        def keep(self, buf):
+            self.buf, self.address = buf, buf.data_ptr()  # a kernel can take the int and cast it back
+
+        def reach(self):
+            return self.buf
+
+    changes = _state_changes(candidate_module(Address), cases({"n": 4}, {"n": 4}), "cpu", _forward)
+    assert changes == ["self.buf", "self.address (a raw memory address)"]
+
+    class Sizes(torch.nn.Module):  # honest numbers: sizes, element counts, 64-bit hash constants
+        def forward(self, x):
+            self.numel, self.big, self.mix = x.numel(), 2**36 * 3, 0x9E3779B97F4A7C15
+            return x * 2
+
+    assert _state_changes(candidate_module(Sizes), cases({"n": 4}, {"n": 4}), "cpu", _forward) == []
+
+
 def test_the_state_check_takes_two_seeds_of_the_first_size_that_has_them():
     full = cases({"n": 4}, {"n": 4}, {"n": 4}, {"n": 5})
     assert _state_pair(full) == full[:2]  # the full plan: the declared size, as before the large-case plan

@@ -146,3 +146,29 @@ def test_every_timed_call_sees_its_buffers_checked_after_they_are_loaded():
     time_calls({"c": lambda inputs: [2 * inputs[0]]}, sets, {"c": own}, True, TimingOptions(max_reps=10),
                loaded=lambda k, buffers: loads.append((k, torch.equal(buffers[0], sets[k][0]))))
     assert len(loads) >= 10 and all(same for _, same in loads) and {k for k, _ in loads} == {0, 1}
+
+
+def test_the_weights_are_the_keys_cryptographic_stream_not_torchs_generator():
+    """Verifier 2.11: MT19937's state, so every weight, follows from ~1,250 of its outputs; SHAKE-256's
+    stream gives nothing of the rest away."""
+    import hashlib
+
+    key = 12345
+    weights = pristine.InputCheck(key)._weights
+    stream = hashlib.shake_256(f"mtmc-input-check-weights:{key}".encode()).digest(8)
+    first = [int.from_bytes(stream[i:i + 2], "little") for i in range(0, 8, 2)]
+    assert weights.dtype == torch.int32 and weights.shape == (2, pristine.WORDS)
+    assert weights[0, :4].tolist() == first
+    assert int(weights.min()) >= 0 and int(weights.max()) < 2**16
+    mt = torch.randint(0, 2**16, (2, pristine.WORDS), generator=torch.Generator().manual_seed(key),
+                       dtype=torch.int32)
+    assert not torch.equal(weights, mt)
+
+
+@pytest.mark.parametrize("length", [1, 1023, 1024, 5000, pristine.WORDS])
+def test_the_two_stage_sums_are_the_plain_sums(length):
+    rows = torch.randint(-2**15, 2**15, (3, 1, length), dtype=torch.int16)
+    weights = pristine.InputCheck(7)._weights
+    buffer = torch.empty(3 * 2 * length, dtype=torch.int32)
+    plain = (rows.to(torch.int64) * weights[:, :length]).sum(dim=2).reshape(-1)
+    assert torch.equal(pristine._weighted(rows, weights, buffer), plain)
