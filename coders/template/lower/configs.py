@@ -8,6 +8,10 @@ POINTWISE_CONFIG = {"BLOCK": 1024, "num_warps": 4}
 # columns per chunk; a row that fits is read once; auto_block: the emitter sizes both by the kernel's
 # form (emit/reduce_launch.py row_blocks) until a `tile` step sets BLOCK
 ROW_CONFIG = {"BLOCK": 8192, "split_k": 1, "auto_block": True}
+# Both port splits (reductions below, split-K further down) aim at SPLIT_PER_SM programs on each of an
+# H100's SPLIT_SMS streaming multiprocessors.
+SPLIT_SMS = 132
+SPLIT_PER_SM = 2
 # A reduction that few programs would run starts split (the menu's `split_k`, emit/reduce_split.py):
 # SPLIT programs share each row (or column block) until the launch has SPLIT_PROGRAMS programs, two a
 # streaming multiprocessor of an H100 (132), each slice at least SPLIT_SLICE values (a 16K-value slice
@@ -15,7 +19,7 @@ ROW_CONFIG = {"BLOCK": 8192, "split_k": 1, "auto_block": True}
 # KernelBench level 1 on an H100 at split 1 (one program per row): 37_FrobeniusNorm_ 0.02x
 # torch.compile, 94_MSELoss 0.02x, 96_HuberLoss 0.03x (a full reduction: one program); 40_LayerNorm
 # 0.28x (16 rows; a normalization splits as emit/reduce_norm_split.py's two kernels).
-SPLIT_PROGRAMS = 264
+SPLIT_PROGRAMS = SPLIT_PER_SM * SPLIT_SMS  # 264
 SPLIT_SLICE = 16384
 SPLIT_MIN = 4  # fewer slices: a second launch for at most a halved (and already short) reduction
 # Rows of at most SHORT_ROW values share a program, SHORT_ROWS of them as one tile (config ROWS, the
@@ -41,8 +45,6 @@ MATMUL_CONFIG = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 1, "num
 # SPLIT_PER_SM programs per SM, each slice keeping at least SPLIT_MIN_K of K, at most SPLIT_MAX
 # (6_: 32 slices of 16384, 512 programs, an 8 MB fp32 workspace). 256 tiles were not split:
 # matmul_large_k_fp16 (128x128 tiles, K = 131072) ran slower at `split_k 4` on the H200.
-SPLIT_SMS = 132
-SPLIT_PER_SM = 2
 SPLIT_MIN_K = 4096
 SPLIT_MAX = 64
 # 16-bit operands run on the tensor cores: bigger tiles keep them busy (their dots ignore the

@@ -17,7 +17,7 @@ from coders.template.lower.configs import (
     ROW_CONFIG,
     SPLIT_MAX,
     SPLIT_MIN_K,
-    SPLIT_PER_SM,
+    SPLIT_PROGRAMS,
     SPLIT_SMS,
 )
 from coders.template.trace import GNode, Graph, Ref, unsupported
@@ -64,7 +64,7 @@ def port_split_k(batch: int, m: int, n: int, k: int, config: dict[str, Any]) -> 
     if tiles >= SPLIT_SMS:
         return 1
     split = 1
-    while tiles * split < SPLIT_PER_SM * SPLIT_SMS and k // (2 * split) >= SPLIT_MIN_K and split < SPLIT_MAX:
+    while tiles * split < SPLIT_PROGRAMS and k // (2 * split) >= SPLIT_MIN_K and split < SPLIT_MAX:
         split *= 2
     return split
 

@@ -119,15 +119,16 @@ def split_reduce_name(name: str) -> str:
     return name.removesuffix("_kernel") + "_splitk_reduce_kernel"
 
 
+TUNE_KEYS = ["BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages"]
+
+
 def tuning_space(kernel: Kernel) -> list[dict]:
-    keys = ["BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages"]
-    return autotune_configs(_tuning_menu(kernel), keys)
+    return autotune_configs(_tuning_menu(kernel), TUNE_KEYS)
 
 
 def _tuning_menu(kernel: Kernel) -> list[dict]:
     cfg = kernel.config
-    keys = ["BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages"]
-    current = {k: cfg[k] for k in keys}
+    current = {k: cfg[k] for k in TUNE_KEYS}
     group = {"GROUP_M": group_size(kernel)} if is_grouped(kernel) else {}
     if kernel.space.get("dtype") in ("float16", "bfloat16"):
         candidates = ((128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (128, 128, 64, 8, 4), (128, 128, 64, 4, 4),
@@ -135,5 +136,5 @@ def _tuning_menu(kernel: Kernel) -> list[dict]:
     else:
         candidates = ((128, 128, 32, 8, 3), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4), (64, 64, 32, 4, 4),
                       (128, 128, 16, 8, 4), (32, 64, 32, 4, 3))
-    menu = [current] + [dict(zip(keys, c, strict=True)) for c in candidates]
+    menu = [current] + [dict(zip(TUNE_KEYS, c, strict=True)) for c in candidates]
     return [{**m, **group} for m in menu]
