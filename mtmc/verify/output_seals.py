@@ -70,11 +70,7 @@ class OutputSeals:
         self.changed = 0  # timed calls compared with an untimed output that was no longer the call's
 
     def digest(self, outputs: list[Any]) -> list[Any] | None:
-        """[shape, dtype, checksum] per output; None unless each is exactly a torch.Tensor (a subclass's
-        methods are the candidate's code, and the type check refuses it anyway)."""
-        if not all(type(o) is torch.Tensor for o in outputs):
-            return None
-        return [self.check.tensor(o) for o in outputs]
+        return digest(self.check, outputs)
 
     def first(self, index: int, digest: list[Any] | None) -> None:
         self.firsts[index] = digest
@@ -121,14 +117,15 @@ def outputs_problem(check_key: int, result: dict[str, Any], timing_sets: list[in
     for index, got in enumerate(result["cases"]):
         if got["type_errors"]:
             continue  # nothing travelled; the case fails on its types (S13)
-        if _digest(check, got["outputs"]) != seen["firsts"].get(index):
+        if digest(check, got["outputs"], True) != seen["firsts"].get(index):
             return _changed(f"case {index}: its outputs")
         second = got.get("second_outputs")
-        if second is not None and _digest(check, second) != seen["seconds"].get(index):
+        if second is not None and digest(check, second, True) != seen["seconds"].get(index):
             return _changed(f"case {index}: the outputs of a repeat that differed")
     for k, (index, outputs) in enumerate(zip(timing_sets or [], result.get("timing_outputs") or [],
                                              strict=False)):
-        judged = seen["firsts"].get(index) if outputs is None else _digest(check, outputs)  # None: the case's
+        # None: the untimed outputs were the case's first call's and did not travel
+        judged = seen["firsts"].get(index) if outputs is None else digest(check, outputs, True)
         if judged != seen["untimed"].get(k):
             return _changed(f"timing input set {k}: its untimed outputs")
     if seen["changed"]:
@@ -148,11 +145,13 @@ def _main_check(key: int) -> InputCheck:
     return InputCheck(key)  # its weights stay in the main process, one set per reference
 
 
-def _digest(check: InputCheck, outputs: list[Any]) -> list[Any] | None:
-    """As OutputSeals.digest, with GB-sized host outputs summed on the GPU, one block at a time."""
+def digest(check: InputCheck, outputs: list[Any], large_on_gpu: bool = False) -> list[Any] | None:
+    """[shape, dtype, checksum] per output; None unless each is exactly a torch.Tensor (a subclass's
+    methods are the candidate's code, and the type check refuses it anyway). `large_on_gpu` (the main
+    process): GB-sized host outputs summed on the GPU, one block at a time."""
     if not all(type(o) is torch.Tensor for o in outputs):
         return None
-    return [check.tensor(o, _device(o)) for o in outputs]
+    return [check.tensor(o, _device(o) if large_on_gpu else None) for o in outputs]
 
 
 def _device(tensor: torch.Tensor) -> torch.device | None:
