@@ -33,11 +33,16 @@ def axes_of(kernel: Kernel) -> list[Axis]:
     return [Axis(dims=g, index=f"i{j}", size=f"size{j}", mask=None) for j, g in enumerate(groups)]
 
 
+def broadcast_axes(kernel: Kernel, axes: list[Axis], full: list[int]) -> list[int]:
+    """The axes whose index an operand that broadcasts reads through (kernel and launcher alike)."""
+    return sorted({j for o in kernel.operands if not o.scalar and o.dims and o.dims != full
+                   for j, a in enumerate(axes) if set(a.dims) <= set(o.dims)})
+
+
 def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
     axes = axes_of(kernel)
     full = list(range(len(kernel.space["traced"])))
-    needed_axes = sorted({j for o in kernel.operands if not o.scalar and o.dims and o.dims != full
-                          for j, a in enumerate(axes) if set(a.dims) <= set(o.dims)})
+    needed_axes = broadcast_axes(kernel, axes, full)
     sizes = [axes[j].size for j in range(1, len(axes)) if _size_needed(j, needed_axes, axes)]
     params = _params(kernel) + [ptr(o.value) for o in kernel.outputs] + ["n"] + sizes + \
         _triangle_sizes(kernel)
@@ -133,8 +138,7 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
     for out in kernel.outputs:
         w(f"{out.value} = {output_alloc('shape', out.dtype, device)}")
     w("n = math.prod(shape)")
-    needed_axes = sorted({j for o in kernel.operands if not o.scalar and o.dims and o.dims != full
-                          for j, a in enumerate(axes) if set(a.dims) <= set(o.dims)})
+    needed_axes = broadcast_axes(kernel, axes, full)
     sizes = []
     for j in range(1, len(axes)):
         if _size_needed(j, needed_axes, axes):
