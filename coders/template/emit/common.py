@@ -11,9 +11,14 @@ from coders.template.ir import Kernel, Op, Operand
 SMEM_BYTES = 227 * 1024  # the most shared memory one program may use on an H100 / H200
 
 
+def pow2_at_least(n: int) -> int:
+    """The power of two at or above n (1 for n <= 1)."""
+    return 1 << (max(n, 1) - 1).bit_length()
+
+
 def pow2_at_least_16(n: int) -> int:
     """The power of two at or above n, at least 16 (tl.dot's smallest block)."""
-    return max(16, 1 << (max(n, 1) - 1).bit_length())
+    return max(16, pow2_at_least(n))
 
 
 REDUCTIONS = ("sum", "max", "min", "mean")

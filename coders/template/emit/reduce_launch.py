@@ -3,7 +3,7 @@ allocation, the extents a launch reads, the block a row is walked in, and the gr
 
 from __future__ import annotations
 
-from coders.template.emit.common import REDUCTIONS, Writer
+from coders.template.emit.common import REDUCTIONS, Writer, pow2_at_least
 from coders.template.emit.launch import Launcher, autotune_configs, output_alloc, wrap_call
 from coders.template.emit.pointwise import spread_single_value
 from coders.template.emit.reduce_analysis import analyse, full_size_outputs, writes_by_channel
@@ -242,7 +242,7 @@ def launch_norm_split(w: Writer, kernel: Kernel, name: str, lay: Layout, device:
     first = [kernel.operands[i].value for i in stats_operands(kernel)] + ["ws", "n_rows", "n_cols"]
     for line in _call(w, f"{stats_name(name)}[(n_rows, {split})]", first + kw):
         w(line)
-    slices = 1 << (split - 1).bit_length()  # the normalize kernel loads its row's partials at once
+    slices = pow2_at_least(split)  # the normalize kernel loads its row's partials at once
     second = [o.value for o in kernel.operands + kernel.outputs] + ["ws", "n_rows", "n_cols"]
     for line in _call(w, f"{name}[(n_rows, {split})]", second + kw[:2] + [f"SLICES={slices}"] + kw[2:]):
         w(line)
@@ -251,7 +251,7 @@ def launch_norm_split(w: Writer, kernel: Kernel, name: str, lay: Layout, device:
 def combine_slices(split: int) -> int:
     """The slices the combine kernel reads at once: SPLIT rounded up to a power of two, at most
     COMBINE_SLICES; its tile is [slices, COMBINE_TILE // slices]."""
-    return min(1 << (split - 1).bit_length(), COMBINE_SLICES)
+    return min(pow2_at_least(split), COMBINE_SLICES)
 
 
 def _call(w: Writer, head: str, items: list[str]) -> list[str]:
