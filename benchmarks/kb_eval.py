@@ -345,10 +345,13 @@ def _geomean(values: list[float]) -> float | None:
 
 
 def line(row: dict[str, Any]) -> str:
-    agree = row.get("kb_correct") == row.get("correct")
+    if row.get("kb_correct") is None:  # skipped or KernelBench's own error: no opinion to disagree with
+        tail = f"  not judged ({row.get('skipped') or row.get('kb_error') or 'no result'})"
+    else:
+        tail = "" if row["kb_correct"] == row.get("correct") else "  DISAGREE"
     return (f"{row['task'][:50]:50s} ours {row.get('correct')!s:5s} {row.get('candidate_ms') or 0:8.3f} ms"
             f" | kb {row.get('kb_correct')!s:5s} {row.get('kb_ms') or 0:8.3f} ms ref "
-            f"{row.get('kb_ref_ms') or 0:8.3f} ms{'' if agree else '  DISAGREE'}")
+            f"{row.get('kb_ref_ms') or 0:8.3f} ms{tail}")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from benchmarks.kb_eval import summarize
+from benchmarks.kb_eval import line, summarize
 
 
 def row(task, correct=True, kb_correct=True, ours=(2.0, 1.0), kb=(2.0, 1.0)):
@@ -30,6 +30,13 @@ def test_a_gap_within_ten_percent_is_not_listed_and_no_rows_summarize_to_nothing
     empty = summarize([])
     assert empty["judged"] == 0 and empty["geomean_ours_vs_eager"] is None
 
+
+
+def test_a_printed_row_says_disagree_only_where_kernelbench_judged():
+    assert line(row("a", kb_correct=False)).endswith("DISAGREE")
+    assert not line(row("a")).endswith("DISAGREE")
+    skipped = line({"task": "d", "skipped": "time limit", "correct": True})
+    assert "DISAGREE" not in skipped and skipped.endswith("not judged (time limit)")
 
 # --- the run: --tasks, --shard, --resume, --merge and --control, with KernelBench's eval faked ---
 
