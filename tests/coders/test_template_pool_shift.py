@@ -65,6 +65,13 @@ def test_shift_covers_every_tap_once():
     (kernel,) = kernels(formed(task, ["tile BLOCK_N=16"]))
     kernel.config["shift"] = 8
     assert pool_shift.taps(kernel)[5] == [5 + 3 * k - 4 for k in range(8)]
+    # every chunk some tap reads, no other; an unmasked strip's chunks lie inside the row (the last
+    # group's last chunk passes its last tap, 7 + 21 - 4 = 24, by 3 columns)
+    assert pool_shift.chunks(kernel) == list(range(-1, 7))
+    ir = ProgramIR.from_dict(formed(task, ["tile BLOCK_N=16"]).metadata["template_ir"])
+    ir.kernels()[0].config["shift"] = 8
+    assert "plane_inner = plane_inner & (plane_c0 * ST0 + -4 >= 0) & ((plane_c0 + BLOCK_N - 8) * ST0 + 27 " \
+        "< IN0)" in generate(task, ir)
     task = shift_task("nn.MaxPool3d(3, stride=2, padding=1, dilation=3)", nd=3)
     (kernel,) = kernels(formed(task, ["tile BLOCK_N=8"]))
     kernel.config["shift"] = 4

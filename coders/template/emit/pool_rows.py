@@ -94,6 +94,8 @@ def _positions(w: Writer, regions: Regions, vector: bool) -> None:
     w("# a whole strip whose windows lie inside the input rows: its taps need no masks")
     w(f"plane_inner = (plane_c0 * ST{last} - PD{last} >= 0) & (plane_c0 + BLOCK_N <= OUT{last}) & "
       f"((plane_c0 + BLOCK_N - 1) * ST{last} - PD{last} + (KS{last} - 1){dl(last)} < IN{last})")
+    if is_shift(regions.kernel):
+        pool_shift.emit_inner_bounds(w, regions.kernel, last)
     w(f"plane_in = {' * '.join(f'IN{j}' for j in range(nd))}")
     w("plane_zero = tl.zeros([BLOCK_N], tl.int32)  # gives a plane's one number the strip's shape")
     if vector:

@@ -27,6 +27,8 @@ taps, and a window prologue whose loads read whole-rank operands (a chunk is a [
 CHUNK] block of positions; an operand of fewer dims would need its own shape). Border strips take
 masked chunks (positions outside the input row are dropped after the prologue, as in the plain taps);
 Triton still vectorizes them where the mask is constant over a chunk (a row's ends at multiples of 4).
+A chunk may pass its group's first or last tap by up to 3 columns, so a strip takes unmasked chunks
+only where its chunks lie inside the row (`emit_inner_bounds`), not only its taps.
 """
 
 from __future__ import annotations
@@ -80,6 +82,22 @@ def taps(kernel: Kernel) -> list[list[int]]:
     return [[st * j + k * dl - pd for k in range(ks)] for j in range(group(kernel))]
 
 
+def chunks(kernel: Kernel) -> list[int]:
+    """The chunks q (columns [CHUNK * q, CHUNK * q + CHUNK) from a group's first input column) that
+    some tap of the group reads."""
+    return sorted({t // CHUNK for row in taps(kernel) for t in row})
+
+
+def emit_inner_bounds(w: Writer, kernel: Kernel, last: int) -> None:
+    """Narrow plane_inner (the strip's taps lie inside the input row: unmasked loads) to strips whose
+    chunks lie inside the row too: a chunk passes its group's first or last tap by up to 3 columns,
+    which unmasked would read past the row (past the tensor at its last row)."""
+    q = chunks(kernel)
+    w("if SHIFT:  # the strip's chunks inside the row too: a chunk may pass its taps by 3 columns")
+    w(f"    plane_inner = plane_inner & (plane_c0 * ST{last} + {CHUNK * q[0]} >= 0) & "
+      f"((plane_c0 + BLOCK_N - {group(kernel)}) * ST{last} + {CHUNK * q[-1] + CHUNK - 1} < IN{last})")
+
+
 def emit_taps(w: Writer, kernel: Kernel, regions: Regions, body: BodyEmitter, region: list,
               inner: bool, rows_ok: list[str]) -> None:
     """Fold the last-dim taps of the current input row (wi{nd-2}, and wi0 in 3-D) into win_row via
@@ -88,14 +106,13 @@ def emit_taps(w: Writer, kernel: Kernel, regions: Regions, body: BodyEmitter, re
     nd, last, max_pool, g = regions.nd, regions.nd - 1, regions.kind == "max", group(kernel)
     m = f"BLOCK_N // {g}"
     offsets = taps(kernel)
-    chunks = sorted({t // CHUNK for row in offsets for t in row})
     w("# the groups' first input columns: ST x G apart, aligned where ST x G and the strip are")
     w(f"win_g = plane_c0 * ST{last} + tl.arange(0, {m})[:, None] * (ST{last} * {g})")
     w("if WIDE_PLANE:")
     w("    win_g = win_g.to(tl.int64)")
     pad = "float(\"-inf\")" if max_pool else "0.0"
     cols: dict[tuple[int, int], str] = {}
-    for q in chunks:
+    for q in chunks(kernel):
         w(f"wi{last} = win_g + ({q * CHUNK} + tl.arange(0, {CHUNK})[None, :])")
         if not inner:
             valid = f"(wi{last} >= 0) & (wi{last} < IN{last})"
@@ -106,7 +123,7 @@ def emit_taps(w: Writer, kernel: Kernel, regions: Regions, body: BodyEmitter, re
         for op in regions.per_tap:
             w(body.statement(op))
         value = body.arg(regions.pool.args[0])
-        name = f"win_k{'m' if q < 0 else ''}{abs(q)}"
+        name = f"win_k{'m' if q < 0 else ''}{abs(q)}"  # q may be negative
         w(f"{name} = {value}" if inner else f"{name} = tl.where(win_valid, {value}, {pad})")
         for r, col in enumerate(_split(w, name, CHUNK, m)):
             cols[(q, r)] = col
