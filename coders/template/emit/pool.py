@@ -18,6 +18,8 @@ Three forms, chosen by the kernel's config (`form`; the menu's `tile` and `vecto
   its windows share in registers. Same preconditions as `vector`, which it also takes. Its slide
   (config `slide`, emit/pool_slide.py) keeps those rows in a queue and walks several output rows
   per step: the port's where undilated 2-D and 3-D windows share rows (pool_forms.slide_in_port).
+  Its shifted taps (config `shift`, emit/pool_shift.py; a probe key, off in the port) form a row's
+  last-dim taps in registers from aligned 128-bit chunks of the input row.
 
 Along
 each pooled dim j an element's window starts at `oi * stride - padding` and has KS{j} taps `dilation`
@@ -63,6 +65,7 @@ from coders.template.emit.pool_regions import (  # noqa: F401 - re-exported
     emit_pooled,
     renamed,
 )
+from coders.template.emit.pool_shift import is_shift
 from coders.template.ir import Kernel
 
 # --------------------------------------------------------------------------------------------------
@@ -90,6 +93,7 @@ def _params(kernel: Kernel, regions: Regions) -> tuple[list[str], list[str]]:
     else:
         block = ["WIDE", "BLOCK"]
     block += ["KV"] if is_vector(kernel) else []
+    block += ["SHIFT"] if is_shift(kernel) else []
     if regions.adaptive:
         return params + [f"KMAX{j}" for j in range(nd)], block
     constexprs = [f"{c}{j}" for c in ("KS", "ST", "PD") for j in range(nd)]

@@ -169,7 +169,7 @@ def configure(kernel: Kernel, strategy: Strategy) -> None:
         cfg["vector"] = True
     elif strategy.kind == "tile" and set(args) == {"BLOCK"}:
         _require_power_of_two(args.values())
-        for key in ("BLOCK_M", "BLOCK_N", "vector", "BAND", "slide"):
+        for key in ("BLOCK_M", "BLOCK_N", "vector", "BAND", "slide", "shift"):
             cfg.pop(key, None)
         if "form" in cfg:
             cfg["form"] = "flat"
@@ -180,6 +180,7 @@ def configure(kernel: Kernel, strategy: Strategy) -> None:
             raise CoderError("a pool tile of more than 8192 outputs")
         cfg.pop("BAND", None)
         cfg.pop("slide", None)
+        cfg.pop("shift", None)  # the rows form's (pool_shift.py)
         cfg.update(form="tile", BLOCK=args["BLOCK_M"] * args["BLOCK_N"], **args)
     elif strategy.kind == "tile" and set(args) == {"BLOCK_N"}:
         _require_power_of_two(args.values())

@@ -6,6 +6,7 @@ from coders.template.emit.common import Writer
 from coders.template.emit.launch import Launcher, autotune_configs, output_alloc, wrap_call
 from coders.template.emit.pool_forms import STRIPS, TILES, VECTOR_MAX, is_rows, is_slide, is_tile, is_vector
 from coders.template.emit.pool_regions import Regions
+from coders.template.emit.pool_shift import is_shift, launch_flag
 from coders.template.emit.pool_slide import queue_slots
 from coders.template.ir import Kernel
 from coders.template.pooling import FIELDS
@@ -81,6 +82,8 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
         rows, form_kw = _rows_grid(w, kernel, nd) if is_rows(kernel) else _tile_grid(w, kernel, nd)
         args += rows
         kw += form_kw + ["WIDE_PLANE=max(math.prod(_in), math.prod(_out)) > 2**30"]
+        if is_shift(kernel):
+            kw.append(launch_flag(kernel))
         if is_vector(kernel):
             # the last dim's taps per step: its window, to a power of two (at most VECTOR_MAX)
             kw.append(f"KV=min(triton.next_power_of_2(_k[-1]), {VECTOR_MAX})")

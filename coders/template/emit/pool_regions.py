@@ -11,7 +11,7 @@ from coders.template.ir import Kernel, Op
 UNROLL = 64  # windows of at most this many taps (at the traced sizes) are unrolled
 # the template's own names; body values that match are renamed before emitting
 _TEMPLATE = re.compile(r"^(oi|wi|kk|lo|hi|ok|od|IN|OUT|SZ|KS|ST|PD|DL|KMAX)\d+$|^(win|plane)_|^odr$|"
-                       r"^(ROWS|KV|WIDE|WIDE_PLANE|COUNT_PAD|DIVISOR|BAND|RING|OVERLAP|HTAPS|STEP|SLIDE)$")
+                       r"^(ROWS|KV|WIDE|WIDE_PLANE|COUNT_PAD|DIVISOR|BAND|RING|OVERLAP|HTAPS|STEP|SLIDE|SHIFT)$")
 
 
 class Regions:

@@ -28,9 +28,11 @@ loaded where the ring is on: a row is loaded if it lies between a window's first
 
 from __future__ import annotations
 
+from coders.template.emit import pool_shift
 from coders.template.emit.common import BodyEmitter, Writer, ptr, var
 from coders.template.emit.pool_forms import is_slide, is_vector
 from coders.template.emit.pool_regions import UNROLL, Regions, emit_outer_split, emit_pooled
+from coders.template.emit.pool_shift import is_shift
 from coders.template.ir import Kernel
 
 NAN_MAX = "tl.maximum({}, {}, propagate_nan=tl.PropagateNan.ALL)"  # max.NaN.f32: a NaN wins
@@ -92,6 +94,8 @@ def _positions(w: Writer, regions: Regions, vector: bool) -> None:
     w("# a whole strip whose windows lie inside the input rows: its taps need no masks")
     w(f"plane_inner = (plane_c0 * ST{last} - PD{last} >= 0) & (plane_c0 + BLOCK_N <= OUT{last}) & "
       f"((plane_c0 + BLOCK_N - 1) * ST{last} - PD{last} + (KS{last} - 1){dl(last)} < IN{last})")
+    if is_shift(regions.kernel):
+        pool_shift.emit_inner_bounds(w, regions.kernel, last)
     w(f"plane_in = {' * '.join(f'IN{j}' for j in range(nd))}")
     w("plane_zero = tl.zeros([BLOCK_N], tl.int32)  # gives a plane's one number the strip's shape")
     if vector:
@@ -185,6 +189,13 @@ def _row_taps(w: Writer, kernel: Kernel, regions: Regions, body: BodyEmitter, re
         w.indent()
         w(f"wi0 = lo0 + kk0{dl(0)}")
         rows_ok.append("(wi0 >= 0) & (wi0 < IN0)")
+    if is_shift(kernel):  # the traced window's chunks where the run-time one is it (SHIFT)
+        w("if SHIFT:")
+        w.indent()
+        pool_shift.emit_taps(w, kernel, regions, body, region, inner, rows_ok)
+        w.dedent()
+        w("else:")
+        w.indent()
     if vector:
         w(f"for kk{last} in {loop}(0, KS{last}, KV):")
         w.indent()
@@ -208,6 +219,8 @@ def _row_taps(w: Writer, kernel: Kernel, regions: Regions, body: BodyEmitter, re
         w(body.statement(op))
     _fold_row(w, max_pool, vector, body.arg(regions.pool.args[0]), inner, is_slide(kernel))
     w.dedent()
+    if is_shift(kernel):
+        w.dedent()
     if nd == 3:
         w.dedent()
 
