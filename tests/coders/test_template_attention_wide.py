@@ -14,7 +14,7 @@ from coders.template.ir import ProgramIR
 from coders.template.lower.attention import flash_smem, port_config
 from coders.template.lower.configs import ATTENTION_CONFIG, ATTENTION_CONFIG_16, ATTENTION_NARROW
 from mtmc.program import Program
-from mtmc.strategies import PORT
+from mtmc.strategies import PORT, Strategy
 from mtmc.tasks import Task, load_task
 from tests.coders.test_template import check, local_task
 
@@ -144,3 +144,41 @@ def test_multihead_attention_with_a_wide_head_dim_lowers_unfused(tmp_path):
     program = coder.apply(task, None, PORT)
     assert "attention" not in [k.kind for k in kernels(program)]
     check(task, program, tmp_path)
+
+
+CHAIN = '''import torch
+import torch.nn as nn
+
+B, H, S, D = 2, 3, 17, {d}
+
+
+class Model(nn.Module):
+    def forward(self, q, k, v):
+        scores = torch.matmul(q, k.transpose(-2, -1)) * 0.0625
+        return torch.matmul(torch.softmax(scores, dim=-1), v)
+
+
+def get_inputs():
+    return [torch.randn(B, H, S, D), torch.randn(B, H, S, D), torch.randn(B, H, S, D)]
+
+
+def get_init_inputs():
+    return []
+
+
+MTMC = {{"cpu_sizes": [{{"B": 2, "H": 3, "S": 17, "D": {d}}}]}}
+'''
+
+
+def test_fuse_attention_takes_the_ports_flash_config_and_is_not_offered_where_none_fits(tmp_path):
+    """A written-out chain at D = 200 fuses with the narrow tiles; at D = 300 (as the port of a wide
+    SDPA, which is that chain) `fuse attention` would give a kernel that cannot launch."""
+    narrow = Task(name="chain_d200", source=CHAIN.format(d=200))
+    program = coder.apply(narrow, coder.apply(narrow, None, PORT), Strategy.parse("fuse attention"))
+    [kernel] = kernels(program)
+    assert kernel.kind == "attention" and kernel.config == {**ATTENTION_CONFIG, **ATTENTION_NARROW}
+    check(narrow, program, tmp_path)
+    for task in (Task(name="chain_d300", source=CHAIN.format(d=300)),
+                 sdpa_task("sdpa_d300", (2, 3, 17, 17, 300, 300), [])):
+        legal = coder.legal_strategies(task, coder.apply(task, None, PORT))
+        assert Strategy.parse("fuse attention") not in legal
