@@ -16,6 +16,7 @@ from coders.template.lower.configs import ATTENTION_CONFIG, ATTENTION_CONFIG_16,
 from mtmc.program import Program
 from mtmc.strategies import PORT, Strategy
 from mtmc.tasks import Task, load_task
+from mtmc.verify import InterpreterVerifier
 from tests.coders.test_template import check, local_task
 
 coder = TemplateCoder()
@@ -137,6 +138,16 @@ def test_a_wide_causal_attention_with_a_scale_and_other_value_dims_matches_pytor
     program = coder.apply(task, None, PORT)
     assert "attention" not in [k.kind for k in kernels(program)] and "_triangle(" in program.source
     check(task, program, tmp_path)
+
+
+def test_a_wide_causal_port_is_accepted_by_the_verifier():
+    """The real interpreter verifier (static rules on the chain's glue: the mask's torch.ones, the
+    run-time 1/sqrt(D); proof of work; seeds and a derived size): about 5 s."""
+    task = sdpa_task("sdpa_causal_wide", (2, 2, 13, 19, 272, 300),
+                     [{"B": 2, "H": 2, "SQ": 13, "SK": 19, "D": 272, "DV": 300}], extra=", is_causal=True")
+    with InterpreterVerifier(timeout_s=600.0, seeds=2) as verifier:
+        verdict = verifier.verify(task, coder.apply(task, None, PORT))
+    assert verdict.ok, verdict.message
 
 
 def test_multihead_attention_with_a_wide_head_dim_lowers_unfused(tmp_path):
