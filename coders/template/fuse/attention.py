@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import copy
 
+import torch
+
 from coders.template.fuse.dead_code import eliminate_dead, in_order
 from coders.template.ir import Kernel, ProgramIR
 from coders.template.lower import attention_kernel
+from coders.template.lower.attention import port_config
 
 
 def _fusable(kind: str, half: bool) -> bool:
@@ -19,6 +22,13 @@ def _fusable(kind: str, half: bool) -> bool:
     return kind == "attention" or half
 
 
+def _flash_config(ir: ProgramIR, pattern: dict) -> dict | None:
+    """The flash kernel's config as the port would choose it for an attention node of the chain's
+    head dims (lower/attention.py): None where no tiles fit."""
+    q, v = ir.values[pattern["q"]], ir.values[pattern["v"]]
+    return port_config(getattr(torch, q["dtype"]), q["shape"][-1], v["shape"][-1])
+
+
 def fuse_attention(ir: ProgramIR, kind: str = "attention") -> ProgramIR | None:
     """Replace a matmul -> softmax -> matmul chain (kind "attention"), or a matmul -> softmax chain
     whose probabilities are the output (kind "softmax"), by one flash kernel."""
@@ -26,6 +36,9 @@ def fuse_attention(ir: ProgramIR, kind: str = "attention") -> ProgramIR | None:
         half = ir.values[pattern["q"]]["dtype"] in ("float16", "bfloat16")
         if pattern["kind"] != kind or not _fusable(kind, half):
             continue
+        config = _flash_config(ir, pattern) if kind == "attention" else None
+        if kind == "attention" and config is None:
+            continue  # its tiles would not fit in shared memory at this head dim
         inner = set(pattern["inner"])
         kernels = []
         for k in ir.kernels():
@@ -47,6 +60,7 @@ def fuse_attention(ir: ProgramIR, kind: str = "attention") -> ProgramIR | None:
             fused = attention_kernel(name, pattern["q"], pattern["kt"], pattern["v"], pattern["out"],
                                      pattern["scale"], pattern["traced"], pattern.get("causal", False),
                                      half=half, bias=pattern.get("bias"))
+            fused.config = config or fused.config
             precision = {k.config.get("precision") for k in kernels} - {None}
             if precision:
                 fused.config["precision"] = sorted(precision)[0]

@@ -2,9 +2,11 @@
 template coder's second pass).
 
 `program.py` walks the graph (`lower`), `body.py` builds one kernel's operands and SSA ops, and the
-kernel kinds lower in `pointwise.py` (with cat), `reduce.py` and `matmul.py` (with attention);
-`configs.py` holds the port's configs. Families lower beside the passes, in coders/template/:
-conv_lower.py, conv_transpose_lower.py, pooling.py, scans.py, recurrent.py.
+kernel kinds lower in `pointwise.py` (with cat), `reduce.py` and `matmul.py` (with the flash kernel
+`fuse attention` makes), an attention node in `attention.py` (the flash kernel, or where its tiles do
+not fit in shared memory the chain of ops it stands for); `configs.py` holds the port's configs.
+Families lower beside the passes, in coders/template/: conv_lower.py, conv_transpose_lower.py,
+pooling.py, scans.py, recurrent.py.
 """
 
 from coders.template.lower.body import Body, broadcast_dims

@@ -55,4 +55,9 @@ MATMUL_CONFIG_16 = {**MATMUL_CONFIG, "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 
 # (fuse/attention.py), and the fp32 scores kernel ran 1.91 ms at tf32x3 against 2.62 with FMA dots (H200)
 ATTENTION_CONFIG = {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "num_stages": 2, "precision": "tf32x3"}
 ATTENTION_CONFIG_16 = {**ATTENTION_CONFIG, "BLOCK_M": 128, "num_warps": 8, "precision": "ieee"}
+# The flash kernel's tiles where the head dim is too wide for the blocks above (lower/attention.py):
+# 32 x 32 tiles and no pipelining hold fp32 head dims up to 256 and 16-bit ones up to 512 in 128 KiB of
+# the 227 KiB a program may have by its estimate (room for what that misses); wider ones lower as the
+# unfused chain. Untimed.
+ATTENTION_NARROW = {"BLOCK_M": 32, "BLOCK_N": 32, "num_stages": 1}
 HALF = (torch.float16, torch.bfloat16)

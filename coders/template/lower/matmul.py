@@ -87,17 +87,6 @@ def _matrix_vector(graph: Graph, ir: ProgramIR, node: GNode) -> Kernel:
                   operands=body.operands, body=body.ops, outputs=[output], config=dict(ROW_CONFIG))
 
 
-def lower_attention(graph: Graph, ir: ProgramIR, node: GNode) -> Kernel:
-    q, k, v = (a.name for a in node.args)
-    body = [Op("attn", "acc")]
-    output = Output(node.name, "attn", list(range(len(node.shape))), f"like:{q}")
-    space = {"q": q, "k": k, "v": v, "k_transposed": False, "causal": node.attrs["causal"],
-             "scale": node.attrs["scale"], "traced": list(node.shape)}
-    config = ATTENTION_CONFIG_16 if graph.node(q).dtype in HALF else ATTENTION_CONFIG
-    return Kernel(name=node.name, kind="attention", space=space, operands=[], body=body,
-                  outputs=[output], config=dict(config))
-
-
 def attention_kernel(name: str, q: str, kt: str, v: str | None, out: str, scale: float | str | None,
                      traced: list[int], causal: bool = False, half: bool = False,
                      bias: str | None = None) -> Kernel:

@@ -9,8 +9,9 @@ from coders.template import pooling, recurrent, scans
 from coders.template.conv_lower import lower_conv
 from coders.template.conv_transpose_lower import lower_conv_transpose
 from coders.template.ir import ProgramIR, PyStep, self_path
+from coders.template.lower.attention import lower_attention, split_wide
 from coders.template.lower.body import Body, dtype_name
-from coders.template.lower.matmul import attention_patterns, lower_attention, lower_matmul
+from coders.template.lower.matmul import attention_patterns, lower_matmul
 from coders.template.lower.pointwise import lower_cat, lower_pointwise
 from coders.template.lower.reduce import lower_reduce
 from coders.template.trace import GNode, Graph, Ref, Uncomputable, render, unsupported
@@ -18,6 +19,7 @@ from coders.template.trace.graph import flat
 
 
 def lower(graph: Graph) -> ProgramIR:
+    graph = split_wide(graph)  # attention too wide for the flash kernel's tiles: its chain of ops
     values: dict[str, dict[str, Any]] = {}
     for node in graph.nodes:
         values[node.name] = {"shape": list(node.shape) if node.is_tensor else None,
@@ -47,7 +49,7 @@ def lower(graph: Graph) -> ProgramIR:
         elif node.kind == "conv":
             ir.steps.append(lower_conv(graph, ir, node))
         elif node.kind == "attention":
-            ir.steps.append(lower_attention(graph, ir, node))
+            ir.steps.append(lower_attention(graph, node))
         elif node.kind == "conv_transpose":
             ir.steps.append(lower_conv_transpose(graph, ir, node, Body(graph, ir, len(node.shape))))
         elif node.kind == "pool":
