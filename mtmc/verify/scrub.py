@@ -124,6 +124,9 @@ class FreeMemoryScrub:
                  fill: Callable[[Range], None] | None = None,
                  synchronize: Callable[[int], None] | None = None) -> None:
         self.on = device == "cuda"
+        if self.on and fill is None and _storage_at is None:  # before the candidate runs: a harness error
+            raise RuntimeError("this torch has no torch._C._construct_storage_from_data_pointer: the "
+                               "free-memory scrub (verifier 2.12) cannot run")
         self._snapshot = snapshot or _segments
         self._fill = fill or _fill_range
         self._synchronize = synchronize or _synchronize
@@ -156,9 +159,7 @@ def _segments() -> list[dict[str, Any]]:
 def _fill_range(piece: Range) -> None:
     """FILL over one range, through a uint8 view that owns nothing (dropping it frees nothing)."""
     device, start, length = piece
-    if _storage_at is None:
-        raise RuntimeError("this torch has no torch._C._construct_storage_from_data_pointer: the free-memory "
-                           "scrub (verifier 2.12) cannot run")
+    assert _storage_at is not None  # FreeMemoryScrub refused to start without it
     where = torch.device("cuda", device)
     storage = _storage_at(start, where, length)
     view = _set(_empty(0, dtype=torch.uint8, device=where), storage, 0, (length,), (1,))
