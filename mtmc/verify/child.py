@@ -61,6 +61,7 @@ from mtmc.verify.kept_state import persistent_tensors
 from mtmc.verify.output_seals import OutputSeals
 from mtmc.verify.policy import allowed_aten
 from mtmc.verify.pristine import NO_AUDIT, CallInputs, InputCheck
+from mtmc.verify.scrub import FreeMemoryScrub, Scrubbed
 from mtmc.verify.timing import TimingOptions, time_calls
 from mtmc.verify.transport import host_copy
 from mtmc.verify.trusted_batch import tree_batch
@@ -151,7 +152,8 @@ def candidate(source: str, digest: str, inputs_path: str, device: str, library_o
     threads_before = threading.active_count()
     clock = PhaseClock()
     data = load_inputs(inputs_path, device)  # before the candidate's code runs
-    audit = CallInputs(check_key, data["cases"])  # what each call receives (pristine.py; S21)
+    # what each call receives (pristine.py; S21); the free GPU memory overwritten then (scrub.py; S23)
+    audit = Scrubbed(CallInputs(check_key, data["cases"]), FreeMemoryScrub(device))
     seals = OutputSeals(check_key)  # what each call returned, digested right after it (output_seals.py; S22)
     del data["task_source"]  # the reference's source stays out of the frames a candidate could read (S19)
     clock.lap("inputs")
@@ -338,7 +340,8 @@ def _gpu_measurements(result: dict[str, Any], module: Any, data: dict[str, Any],
         counter = forward.counter
         model = candidate_model(module, data["cases"][data["timing"]["case"]], "cuda")
         sets = timing_sets(data, "cuda")
-        # every input the stage hands over is checked first, each timed call's restored buffers too
+        # every input the stage hands over is checked first, each timed call's restored buffers too, and
+        # the free memory scrubbed (audit: scrub.Scrubbed): `loaded` runs right before each timed call
         cases = [data["cases"][i] for i in data["timing"]["sets"]]
         checked = lambda k, inputs: audit.before(cases[k], inputs)  # noqa: E731
 

@@ -55,7 +55,9 @@ from mtmc.verify.trusted import REFERENCE_BYTES_KEPT, REFERENCES_KEPT, TrustedRu
 from mtmc.verify.verdict import Status, Verdict, VerifierError  # noqa: F401  (re-exported)
 from mtmc.verify.worker_pool import WorkerPool
 
-VERIFIER_VERSION = "2.11"  # bump whenever a change can flip a verdict: cached verdicts expire
+# bump whenever a change can flip a verdict: cached verdicts expire. 2.12: the caching allocator's free
+# blocks and slack overwritten before every candidate call on a GPU (scrub.py, S23); empty_cache refused
+VERIFIER_VERSION = "2.12"
 INTERPRETER_DEVICE = "cpu (triton interpreter)"
 # One case's inputs or outputs past this (bytes, at the task's first size) move the reference to the
 # large-case plan (trusted.TrustedRuns._large_plan): one seed there, the others at a small size. The

@@ -102,12 +102,14 @@ FORBIDDEN_TORCH = {
 }
 # The caching allocator's map and raw blocks: memory_snapshot() lists the address and size of every block,
 # the verifier's own copies of the inputs among them (S21: what a kernel writing outside its buffers needs
-# to find them); refused in __init__ too, where other calls are free.
-TORCH_ALLOCATOR = "the caching allocator's map and raw blocks belong to the harness (S21)"
+# to find them); refused in __init__ too, where other calls are free. Giving the allocator's free segments
+# back to the driver (empty_cache, or a memory fraction small enough that its own release-and-retry runs)
+# takes a freed block's bytes out of the memory scrub.py overwrites before each call (S23).
+TORCH_ALLOCATOR = "the caching allocator's map and raw blocks belong to the harness (S21/S23)"
 FORBIDDEN_TORCH |= {f"torch.cuda.{name}": TORCH_ALLOCATOR for name in (
     "memory", "memory_snapshot", "memory_stats", "memory_stats_as_dict", "memory_summary",
     "caching_allocator_alloc", "caching_allocator_delete", "MemPool", "use_mem_pool",
-    "change_current_allocator")}
+    "change_current_allocator", "empty_cache", "set_per_process_memory_fraction", "ipc_collect")}
 
 # Triton: kernels and their launch helpers only; the runtime, compiler, knobs, testing and
 # profiler modules are where the launch hooks and timers live.

@@ -3,6 +3,8 @@
 One timed call, in order:
     copy input set k into the working buffers   (fresh contents every call: S11 pointer caches miss;
                                                 from host memory where the sets do not fit the GPU)
+    loaded(k, buffers)                         (the candidate job: their checksums, then the free GPU
+                                                memory overwritten, pristine.py and scrub.py: S21/S23)
     zero a buffer of 2x the L2 size            (cold cache, outside the timed region)
     torch.cuda.synchronize()
     torch.cuda._sleep(n)                       (keeps the GPU busy while the host enqueues the call)
@@ -117,8 +119,9 @@ def time_calls(calls: dict[str, Call], input_sets: list[list[torch.Tensor]],
     `expected[name][k]` is the callable's own untimed output on set k (checked after each timed
     call; names missing from `expected` are not checked). Unless `exact`, the check allows
     `tolerances[k][j]` (atol, rtol) on output j of set k, else LOOSE_MATCH. `loaded(k, buffers)` sees
-    the buffers once set k is loaded into them, before each timed call (the candidate job checks they
-    hold the reference's inputs: the sets live in its process, pristine.py); `held(k)` runs right after
+    the buffers once set k is loaded into them, the last thing before each timed call's L2 flush and
+    start event (the candidate job checks they hold the reference's inputs: the sets live in its
+    process, pristine.py; then overwrites the free GPU memory, scrub.py); `held(k)` runs right after
     each timed call's output is compared with its expected output on set k (the candidate job checks
     that this was still its untimed call's output, which lives in its process too: output_seals.py).
     Returns per-name Timing dicts plus `events_ms` (sum of all event times), `wall_ms` (host time of

@@ -106,3 +106,19 @@ def test_sleeps_sized_from_a_low_clock_reading_are_corrected(monkeypatch):
     result = time_calls({"c": slow_host}, s, {}, True, TimingOptions(max_reps=20))
     assert result["timings"]["c"]["short_sleeps"] >= 1
     assert result["timings"]["c"]["median_ms"] < 0.3
+
+
+def test_loaded_is_the_last_thing_before_each_timed_call():
+    """The candidate job's checksums and free-memory scrub (scrub.py, S23) run in `loaded`: after the
+    warm-up, every call follows its own `loaded`, never two calls on one."""
+    log = []
+
+    def call(inputs):
+        log.append("call")
+        return [inputs[0] * 2]
+
+    s = sets(size=1024)
+    time_calls({"c": call}, s, {}, True, TimingOptions(max_reps=10, warmup_ms=1),
+               loaded=lambda k, buffers: log.append("loaded"))
+    timed = log[log.index("loaded"):]
+    assert timed == ["loaded", "call"] * (len(timed) // 2) and len(timed) >= 20
