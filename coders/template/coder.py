@@ -55,8 +55,9 @@ class TemplateCoder:
 
 
 def port(task: Task) -> ProgramIR:
-    """The straightforward first program: one kernel per op, elementwise chains merged."""
-    return round_deep_tf32(fuse.fuse_chains(lower(trace(task))))
+    """The straightforward first program: one kernel per op, elementwise chains merged, a variance
+    merged with the mean it centres on (fuse/statistics.py)."""
+    return round_deep_tf32(fuse.fuse_statistics(fuse.fuse_chains(lower(trace(task)))))
 
 
 def program_ir(program: Program | None) -> ProgramIR:

@@ -19,7 +19,7 @@ from coders.template.ir import ProgramIR
 from coders.template.lower import lower
 from coders.template.trace import trace
 from mtmc.program import Program
-from mtmc.strategies import PORT, Strategy
+from mtmc.strategies import PORT
 from mtmc.tasks import Task, load_task
 from tests.coders.test_template import check
 
@@ -82,14 +82,25 @@ def test_batch_norm_with_batch_statistics_matches_reference(name, tmp_path):
     check(task, program, tmp_path)
 
 
+def fuse_fully(task: Task) -> Program:
+    """The port, then its fusion steps until none is offered (`fuse all` where two or more are left)."""
+    program = coder.apply(task, None, PORT)
+    while fusions := [s for s in coder.legal_strategies(task, program) if s.kind == "fuse"]:
+        program = coder.apply(task, program, next((s for s in fusions if s.args.get("value") == "all"),
+                                                  fusions[0]))
+    return program
+
+
 @pytest.mark.parametrize("offset", ["* 3 + 1", "* 0.1 + 100"])
-def test_batch_statistics_take_one_pass_over_the_planes_after_fuse_all(offset, tmp_path):
+def test_batch_statistics_take_one_pass_over_the_planes(offset, tmp_path):
     """Each plane's mean and variance in one reduce kernel, the channel's from them (the law of total
-    variance), then the normalizing pass: four kernels with the conv. A large common offset (100 with
-    a spread of 0.1) would cancel in E[x^2] - mean^2; the planes' centred squares keep fp32's accuracy."""
+    variance), then the normalizing pass: four kernels with the conv, from the port on (fuse/statistics.py;
+    `fuse all` made them before). A large common offset (100 with a spread of 0.1) would cancel in
+    E[x^2] - mean^2; the planes' centred squares keep fp32's accuracy."""
     task = cnn_task("batch_norm_batch_stats")
     task = Task(name=task.name, source=task.source.replace("* 3 + 1", offset))
-    fused = coder.apply(task, coder.apply(task, None, PORT), Strategy.parse("fuse all"))
+    fused = coder.apply(task, None, PORT)
+    assert fused.source == fuse_fully(task).source
     kernels = ProgramIR.from_dict(fused.metadata["template_ir"]).kernels()
     stats = [k for k in kernels if k.kind == "reduce" and [o.op for o in k.body].count("mean") == 2]
     assert len(kernels) == 4 and len(stats) == 2, [k.name for k in kernels]
@@ -99,11 +110,11 @@ def test_batch_statistics_take_one_pass_over_the_planes_after_fuse_all(offset, t
 def test_batch_norm_joins_the_reduction_after_it_through_per_channel_operands(tmp_path):
     """A global average pool after batch norm: its reduce kernel's rows are the (n, c) planes, and the
     normalizing pass's per-channel mean, scale and shift are read as element row % C (a row tail,
-    emit/reduce_layout.py), so `fuse all` puts the normalization in the pool's pass."""
+    emit/reduce_layout.py), so a `fuse` step puts the normalization in the pool's pass."""
     task = cnn_task("batch_norm_batch_stats")
     forward = "return torch.relu(self.bn(self.conv(x)) + 0.5)"
     task = Task(name=task.name, source=task.source.replace(forward, forward + ".mean(dim=(2, 3))"))
-    fused = coder.apply(task, coder.apply(task, None, PORT), Strategy.parse("fuse all"))
+    fused = fuse_fully(task)
     kernels = ProgramIR.from_dict(fused.metadata["template_ir"]).kernels()
     assert [k.kind for k in kernels] == ["conv", "reduce", "reduce", "reduce"]
     assert "row % n_tail" in fused.source and "n_tail = " in fused.source

@@ -126,3 +126,46 @@ def test_a_split_port_takes_its_elementwise_prologue(tmp_path):
     defs = [line for line in program.source.splitlines() if line.startswith("def _")]
     assert len(defs) == 3  # the partial and combine kernels and their launcher
     check(task, program, tmp_path)
+
+
+# KernelBench's 98_KLDivLoss in small, its targets with exact zeros (xlogy(0, 0) = 0, as PyTorch has it)
+KL_DIV = '''
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+SHAPE = (5, 40001)
+
+
+class Model(nn.Module):
+    def forward(self, predictions, targets):
+        return F.kl_div(torch.log(predictions), targets, reduction="batchmean")
+
+
+def get_inputs():
+    targets = torch.rand(SHAPE).softmax(-1)
+    return [torch.rand(SHAPE).softmax(-1), torch.where(torch.rand(SHAPE) < 0.3, 0.0, targets)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_batchmean_kl_div_takes_its_elementwise_prologue(tmp_path):
+    """The batch size is read off an input (targets.shape[0]), not off the elementwise kernel's
+    output, so `fuse prologue` can drop that output: one pass reads predictions and targets once,
+    then the combine divides by the batch size."""
+    task = Task(name="kl_case", source=KL_DIV)
+    port = coder.apply(task, None, PORT)
+    assert "kl_div_batch = targets.shape[0]" in port.source
+    assert Strategy.parse("fuse prologue") in coder.legal_strategies(task, port)
+    check(task, port, tmp_path, "port")
+    program = coder.apply(task, port, Strategy.parse("fuse prologue"))
+    assert list(splits(program).values()) == [5 * 40001 // SPLIT_SLICE]
+    defs = [line for line in program.source.splitlines() if line.startswith("def _")]
+    assert len(defs) == 3  # the partial and combine kernels and their launcher
+    assert program.source.count("tl.store(") == 2  # the partials and the loss: no elementwise tensor
+    inputs = task.make_inputs(seed=1, sizes=task.sizes("cpu")[0])
+    assert (inputs[1] == 0).any()  # the zeros the check below runs with (its first size, seed 1)
+    check(task, program, tmp_path)

@@ -13,14 +13,15 @@ window position, and ops after the pool merge onto the pooled output (`pooled.py
 
 `queries.py` (what fusion asks of a program), `dead_code.py` (dead code and order), `merge.py` (two
 kernels into one), `chains.py` (candidate pairs, the first fusion of a kind, all of them, the port's chains),
-`attention.py` (a score chain into one flash kernel), `channels.py` (a conv's channel reductions) and
-`pooled.py` (a conv's pool).
+`attention.py` (a score chain into one flash kernel), `channels.py` (a conv's channel reductions),
+`pooled.py` (a conv's pool) and `statistics.py` (the port's merge of a variance with its mean).
 """
 
 from coders.template.fuse.attention import fuse_attention
 from coders.template.fuse.chains import first_fusion, fuse_all, fuse_chains, pairs
 from coders.template.fuse.merge import merge, merged_kernel
 from coders.template.fuse.queries import GEMM_KINDS, TRIANGLES, NotFusable
+from coders.template.fuse.statistics import fuse_statistics
 
 __all__ = ["GEMM_KINDS", "TRIANGLES", "NotFusable", "first_fusion", "fuse_all", "fuse_attention",
-           "fuse_chains", "merge", "merged_kernel", "pairs"]
+           "fuse_chains", "fuse_statistics", "merge", "merged_kernel", "pairs"]

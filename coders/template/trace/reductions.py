@@ -139,7 +139,29 @@ def loss(nz: Builder, name: str, op: str, b: dict, result: Any) -> Ref:
     if reduction == "mean":
         return nz.red("mean", elementwise, (0, rank), name, (), attrs={"keepdim": False})
     if reduction == "batchmean" and op == "kl_div":
-        batch = nz.py(f"{name}_batch", f"{elementwise.name}.shape[0]", None, args=[elementwise])
+        # the batch size read off a tensor of the same shape that the elementwise kernel reads, not off
+        # its output: a read of the output's shape keeps it written, and the `fuse prologue` of the
+        # elementwise kernel into the sum (one pass over input and target) could not drop it
+        shaped = _same_shape_input(nz, [t, x]) or elementwise
+        batch = nz.py(f"{name}_batch", f"{shaped.name}.shape[0]", None, args=[shaped])
         return nz.red("sum_div", elementwise, (0, rank), name, (), extra=[batch],
                       attrs={"keepdim": False})
     raise unsupported(f"{op} with reduction={reduction}")
+
+
+def _same_shape_input(nz: Builder, refs: list[Any]) -> Ref | None:
+    """A program input of the refs' shape that they are, or are computed elementwise from (through
+    nodes of that shape), if there is one: a value any step can read without keeping another alive."""
+    shape = nz.shape(refs[0])
+    todo, seen = list(refs), set()
+    while todo:
+        ref = todo.pop(0)
+        node = nz.meta(ref)
+        if node is None or node.name in seen or node.shape != shape:
+            continue
+        seen.add(node.name)
+        if node.kind == "input":
+            return ref
+        if node.kind == "pw":
+            todo.extend(a for a in node.args if isinstance(a, Ref))
+    return None
