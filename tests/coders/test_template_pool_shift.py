@@ -1,8 +1,10 @@
-"""The rows form's shifted taps (config `shift`, coders/template/emit/pool_shift.py; a probe key, off
-in the port) against PyTorch on the CPU interpreter, at test_template_pool.py's small odd sizes:
-groups of 2 and 4 outputs in strips of 4 and 8 columns (several strips per row, inner ones unmasked,
-border ones masked), with the ring, the slide and 1-D rows, a fused prologue and epilogue, NaNs, 64-bit
-indices, and run-time windows other than the traced one (SHIFT off: the plain taps)."""
+"""The rows form's shifted taps (config `shift`, coders/template/emit/pool_shift.py; the port's
+where pool_forms.shift_in_port says) against PyTorch on the CPU interpreter, at
+test_template_pool.py's small odd sizes: groups of 2 and 4 outputs in strips of 4 and 8 columns
+(several strips per row, inner ones unmasked, border ones masked), with the ring, the slide and 1-D
+rows, a fused prologue and epilogue, NaNs, 64-bit indices, and run-time windows other than the traced
+one (SHIFT off: the plain taps); the port's shift at rows as wide as the rule's and its old forms
+elsewhere."""
 
 from __future__ import annotations
 
@@ -11,9 +13,10 @@ import torch
 
 from coders.template.emit import pool_shift
 from coders.template.emit.module import generate
+from coders.template.emit.pool_forms import SHIFT_CONFIGS
 from coders.template.ir import ProgramIR
 from mtmc.strategies import PORT
-from tests.coders.test_template import check_module, import_program
+from tests.coders.test_template import check, check_module, import_program
 from tests.coders.test_template_pool import coder, formed, fuse_all, kernels, pool_task
 from tests.coders.test_template_pool_rows import FUSED_POOLS, ROWS_CASES, task_nd
 
@@ -119,8 +122,8 @@ def test_shift_reads_other_run_time_windows(run, tmp_path):
         torch.testing.assert_close(model(x), torch.nn.functional.max_pool2d(x, k, s, p, d, ceil))
 
 
-def test_shift_is_off_in_the_port_and_where_it_does_not_apply():
-    for nd, module in SHIFT_CASES[:5]:
+def test_shift_is_off_in_the_port_at_narrow_rows_and_where_it_does_not_apply():
+    for nd, module in SHIFT_CASES[:5]:  # rows narrower than shift_in_port's
         program = coder.apply(shift_task(module, nd=nd), None, PORT)
         assert "shift" not in kernels(program)[0].config and "win_sh" not in program.source
     task = pool_task("nn.MaxPool2d(3, 1, 1)")
@@ -131,3 +134,43 @@ def test_shift_is_off_in_the_port_and_where_it_does_not_apply():
     kernel.config.update(shift=2, vector=True)
     assert not pool_shift.is_shift(kernel)
     assert task_nd(task) == 2
+
+
+# the port's shift (pool_forms.shift_in_port): the probed windows at small odd sizes whose output rows
+# are as wide as the rule's (1-D over 1024, 2-D 257-512, 3-D 33-64), and second sizes of other widths
+# (several strips: inner ones unmasked); traced shape, second shape
+PORT_SHIFT = [
+    (1, "nn.MaxPool1d(8, stride=1, padding=4, dilation=3)", ((2, 3, 1044), (1, 3, 6200))),  # 41's: 1031
+    (1, "nn.AvgPool1d(8, stride=1, padding=4)", ((2, 3, 1030), (1, 3, 5001))),  # 44's: 1031
+    (2, "nn.MaxPool2d(4, stride=1, padding=1)", ((1, 3, 7, 300), (2, 3, 5, 1030))),  # 42's: 299
+    # 43's: 33
+    (3, "nn.MaxPool3d(3, stride=2, padding=1, dilation=3)", ((1, 3, 9, 9, 70), (1, 3, 8, 10, 200))),
+]
+
+
+@pytest.mark.parametrize("nd, module, shapes", PORT_SHIFT, ids=[m for _, m, _ in PORT_SHIFT])
+def test_port_takes_the_shift_where_probed(nd, module, shapes, tmp_path):
+    task = pool_task(module, nd=nd, shapes=shapes)
+    program = coder.apply(task, None, PORT)
+    (kernel,) = kernels(program)
+    assert {k: kernel.config.get(k) for k in SHIFT_CONFIGS[nd]} == SHIFT_CONFIGS[nd]
+    assert kernel.config["form"] == "rows" and "win_sh = tl.reshape(" in program.source
+    check(task, program, tmp_path)
+
+
+@pytest.mark.parametrize("nd, module, shapes, form", [
+    (1, "nn.MaxPool1d(8, stride=2, padding=4, dilation=3)", ((2, 3, 2100), None), "flat"),  # stride 2
+    (1, "nn.AvgPool1d(8, stride=1, padding=4)", ((2, 3, 1000), None), "rows"),  # 1001: one strip of 1024
+    (1, "nn.MaxPool1d(2, stride=2)", ((2, 3, 4100), None), "rows"),  # no overlap (level 2's 55)
+    (2, "nn.MaxPool2d(4, stride=1, padding=1)", ((1, 3, 7, 600), None), "rows"),  # 599: the slide at 128
+    (2, "nn.MaxPool2d(3, stride=1, padding=1, dilation=2)", ((1, 3, 7, 300), None), "flat"),  # dilated
+    (2, "nn.AvgPool2d(11)", ((1, 3, 11, 3000), None), "rows"),  # 45's: no overlap
+    (3, "nn.AvgPool3d(3, stride=2, padding=1)", ((1, 3, 5, 5, 100), None), "rows"),  # 46's: the slide
+    (3, "nn.MaxPool3d(3, stride=2, padding=1, dilation=3)", ((1, 3, 9, 9, 200), None), "flat"),  # 98
+])
+def test_port_keeps_its_forms_outside_the_rule(nd, module, shapes, form):
+    task = pool_task(module, nd=nd, shapes=(shapes[0], shapes[0]))
+    program = coder.apply(task, None, PORT)
+    (kernel,) = kernels(program)
+    assert kernel.config.get("form", "flat") == form and "shift" not in kernel.config
+    assert "win_sh" not in program.source

@@ -18,8 +18,11 @@ Three forms, chosen by the kernel's config (`form`; the menu's `tile` and `vecto
   its windows share in registers. Same preconditions as `vector`, which it also takes. Its slide
   (config `slide`, emit/pool_slide.py) keeps those rows in a queue and walks several output rows
   per step: the port's where undilated 2-D and 3-D windows share rows (pool_forms.slide_in_port).
-  Its shifted taps (config `shift`, emit/pool_shift.py; a probe key, off in the port) form a row's
-  last-dim taps in registers from aligned 128-bit chunks of the input row.
+  Its shifted taps (config `shift`, emit/pool_shift.py) form a row's last-dim taps in registers from
+  aligned 128-bit chunks of the input row: the port's where the 2026-11-28 probe measured them win
+  (pool_forms.shift_in_port: on an H100, h100-shift.log, KernelBench 41 56.8 -> 94.2% of the memory
+  floor, 44 67.6 -> 94.4, 42 42.6 -> 89.4, 43 43.7 -> 69.3), which takes precedence over the slide's
+  strip of 128 and the dilated windows' flat form.
 
 Along
 each pooled dim j an element's window starts at `oi * stride - padding` and has KS{j} taps `dilation`

@@ -23,6 +23,11 @@ FLAT_CONFIG = {"BLOCK": 512, "num_warps": 4}  # the flat form: output elements p
 # the port's rows form where windows share rows (slide_in_port): 2 output rows per loop step, a strip
 # of at most 128 columns, 4 warps
 SLIDE_CONFIG = {"slide": 2, "BLOCK_N": 128, "num_warps": 4}
+# the port's shifted taps (shift_in_port; emit/pool_shift.py) per pooled dims: the best variant of
+# benchmarks/probes/2026-11-28-pool (sh8-2048-w8, sh4-512-w4-s2, sh2-64-w1-s2), one group per thread
+SHIFT_CONFIGS = {1: {"BLOCK_N": 2048, "num_warps": 8, "shift": 8},
+                 2: {"BLOCK_N": 512, "num_warps": 4, "shift": 4, "slide": 2},
+                 3: {"BLOCK_N": 64, "num_warps": 1, "shift": 2, "slide": 2}}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -103,8 +108,9 @@ def form_steps(kernel: Kernel) -> list[Strategy]:
 
 
 def port_config(kernel: Kernel) -> dict:
-    """The port's configuration of a pool kernel: the rows form where it applies and the window is
-    not dilated (with the slide where windows share rows above 1-D: `slide_in_port`), else the flat
+    """The port's configuration of a pool kernel: the rows form with shifted taps where the probe
+    measured them win (`shift_in_port`), else the rows form where it applies and the window is not
+    dilated (with the slide where windows share rows above 1-D: `slide_in_port`), else the flat
     form.
 
     The rows form reads each input row once per program and keeps the window's rows in registers,
@@ -116,6 +122,8 @@ def port_config(kernel: Kernel) -> dict:
     dilation 3) it ran at 0.69x and 0.35x of the flat form, which they keep. Vector taps stay a
     menu step (`vectorize`)."""
     fixed = kernel.space.get("fixed") or {}
+    if shift := shift_in_port(kernel):
+        return {"form": "rows", **shift, "BLOCK": shift["BLOCK_N"] * BAND_NOMINAL}
     if not rows_ok(kernel) or any(d != 1 for d in fixed.get("dilation", [1])):
         return dict(FLAT_CONFIG)
     nd = min(kernel.space["nd"], 2)
@@ -147,6 +155,40 @@ def slide_in_port(kernel: Kernel) -> bool:
         return False
     r = kernel.space["nd"] - 2
     return fixed["stride"][r] < fixed["kernel_size"][r]
+
+
+def shift_in_port(kernel: Kernel) -> dict | None:
+    """The port's rows form with shifted taps (SHIFT_CONFIGS[nd]) where the 2026-11-28 pool probe
+    measured it win, else None (the port's other forms). Each case is the shape of the pools it
+    measured (benchmarks/probes/2026-11-28-pool, h100-shift.log; KernelBench level 1, % of the memory
+    floor, the port then the shift; every variant exact):
+    - 1-D, stride 1, an output row wider than 1024 (41 MaxPool1d k8 p4 d3, rows of 65523: the flat
+      form 56.8% -> 94.2%; 44 AvgPool1d k8 p4, 65537: the rows form 67.6% -> 94.4%);
+    - 2-D undilated, stride 1, windows sharing rows (the slide's), the row in one strip of 512 (257 to
+      512 outputs; 42 MaxPool2d k4 p1, 511: the slide at strip 128 42.6% -> 89.4%);
+    - 3-D dilated, stride 2 along the row, the row in one strip of 64 (33 to 64 outputs; 43 MaxPool3d
+      k3 p1 d3, 62: the flat form 43.7% -> 69.3%; its plain rows form ran 36.8%).
+    In every case the windows overlap along the row (stride < the window's span): the taps the shift
+    folds from aligned chunks are loads of the same columns. Not probed, so left as they were: 46's
+    undilated AvgPool3d k3 s2 (93.4% in the slide), windows that do not overlap (45's k11 s11 and the
+    level-2 pools, stride = kernel), other strides and row widths."""
+    fixed = kernel.space.get("fixed")
+    if not fixed or not rows_ok(kernel):
+        return None
+    nd = kernel.space["nd"]
+    ks, st = fixed["kernel_size"], fixed["stride"]
+    dl = fixed.get("dilation", [1] * nd)
+    out_w = kernel.space["traced"][-1]
+    if st[-1] >= dl[-1] * (ks[-1] - 1) + 1:  # the windows do not overlap along the row
+        return None
+    dilated = any(d != 1 for d in dl)
+    if nd == 1 and st[-1] == 1 and out_w > 1024:
+        return dict(SHIFT_CONFIGS[1])
+    if nd == 2 and st[-1] == 1 and 256 < out_w <= 512 and slide_in_port(kernel):
+        return dict(SHIFT_CONFIGS[2])
+    if nd == 3 and dilated and st[-1] == 2 and 32 < out_w <= 64:
+        return dict(SHIFT_CONFIGS[3])
+    return None
 
 
 def configure(kernel: Kernel, strategy: Strategy) -> None:

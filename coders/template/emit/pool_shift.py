@@ -1,6 +1,9 @@
-"""The rows form's shifted taps (config `shift` = G; a probe key, off in the port): a row result's
-last-dim taps formed in registers from aligned chunks of the input row (emit/pool_rows.py's
-`_row_taps` asks here; pool_forms.py says where the rows form applies).
+"""The rows form's shifted taps (config `shift` = G): a row result's last-dim taps formed in
+registers from aligned chunks of the input row (emit/pool_rows.py's `_row_taps` asks here;
+pool_forms.py says where the rows form applies, and pool_forms.shift_in_port where the port takes
+the shift: the pools the 2026-11-28 probe measured it win on, benchmarks/probes/2026-11-28-pool,
+h100-shift.log: 41 and 44 at G 8, strip 2048, 8 warps, 94.2 and 94.4% of the memory floor; 42 at
+G 4, strip 512, slide 2, 89.4%; 43 at G 2, strip 64, one warp, slide 2, 69.3%).
 
 Why: in the rows form each last-dim tap is a load of the strip shifted by the tap's offset
 (`oi * ST - PD + k * DL`). Only the taps whose offset is a multiple of 4 are aligned, so compiled

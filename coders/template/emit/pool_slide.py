@@ -2,6 +2,9 @@
 here; the rows form's other pieces are emit/pool_rows.py's). The port slides 2 rows a step in strips
 of up to 128 columns where undilated 2-D and 3-D windows share rows (pool_forms.slide_in_port: on an
 H100, 2026-11-27, benchmarks/probes/2026-11-27-pool, KernelBench 42 ran 1.8x and 46 1.3x the ring).
+Where the port takes the shifted taps (pool_forms.shift_in_port) they bring their own slide and strip:
+42 slides 2 rows a step in one strip of 512 (89.4% of the floor, against 42.6% at 128 with plain
+taps; 2026-11-28-pool, h100-shift.log), 43's dilated window 2 rows a step in a strip of 64.
 
 Why: compiled for sm_90 (Triton 3.9 on the CPU), the rows form's ring, a [RING, BLOCK_N] tensor,
 takes a layout of its own (one column per thread) while the strip's rows have theirs, so every
