@@ -213,8 +213,9 @@ def library_ops(ir: ProgramIR, allowed: tuple[str, ...]) -> list[str]:
 
 
 def _swappable(kernel: Kernel) -> bool:
-    """A Triton conv the vendor call can replace: one that pools its output (fuse/pooled.py) stays."""
-    return kernel.kind == "conv" and "pool" not in kernel.space
+    """A Triton conv the vendor call can replace: one that pools its output or means it over the
+    pixels (fuse/pooled.py) stays."""
+    return kernel.kind == "conv" and "pool" not in kernel.space and "spatial_mean" not in kernel.space
 
 
 def to_library(ir: ProgramIR, op: str, epilogue_config: dict[str, Any]) -> ProgramIR:

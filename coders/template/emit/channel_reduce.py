@@ -23,8 +23,9 @@ TILE_ELEMENTS = 128 * 128
 
 
 def reduces_channels(kernel: Kernel) -> bool:
-    """The kernel's epilogue reduces over the output channels (only such reductions merge into it)."""
-    return any(op.op in REDUCTIONS for op in kernel.body)
+    """The kernel's epilogue reduces over the output channels (a conv meaning its output over the
+    pixels, emit/conv_mean.py, reduces the other way)."""
+    return "spatial_mean" not in kernel.space and any(op.op in REDUCTIONS for op in kernel.body)
 
 
 def fit_tile(kernel: Kernel) -> None:

@@ -51,7 +51,7 @@ pixels: the K loop runs once per window position and only the pooled tile is sto
 
 from __future__ import annotations
 
-from coders.template.emit import channel_reduce, conv_epilogue, conv_fma, conv_pool, conv_runs
+from coders.template.emit import channel_reduce, conv_epilogue, conv_fma, conv_mean, conv_pool, conv_runs
 from coders.template.emit.common import Axis, FusionError, Writer, check_operands, ptr, tile_epilogue, var
 from coders.template.emit.conv_tuning import tuning_space  # noqa: F401 - the emitter's, re-exported
 from coders.template.emit.launch import Launcher, kernel_header, output_alloc, wrap_call
@@ -79,12 +79,13 @@ def check(kernel: Kernel) -> None:
     """Raise FusionError for an operand or output the epilogue cannot address."""
     check_operands(kernel, epilogue_axes(kernel))
     conv_pool.check(kernel)  # a pooling conv's body splits around its pool
+    conv_mean.check(kernel)  # a conv meaning its output over the pixels writes the means only
     conv_runs.check(kernel)
     if channel_reduce.reduces_channels(kernel):
         channel_reduce.check(kernel)
         return
     full = list(range(len(kernel.space["traced"])))
-    if any(o.dims != full for o in kernel.outputs):
+    if any(o.dims != full for o in kernel.outputs) and not conv_mean.means(kernel):
         raise FusionError("a conv kernel writes whole outputs only")
 
 
@@ -312,7 +313,10 @@ def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
         _pixel_indices(w, kernel, "rows")
         _k_loop(w, kernel)
         axes, columns = conv_epilogue.indices(w, kernel)
-        tile_epilogue(w, kernel, axes, columns=columns)
+        if conv_mean.means(kernel):  # each image's column sums added into the [N, C_out] output
+            conv_mean.epilogue(w, kernel, axes)
+        else:
+            tile_epilogue(w, kernel, axes, columns=columns)
     w.dedent()
     w()
 
@@ -366,7 +370,8 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
     pooled = conv_pool.launch(w, kernel, dims) if conv_pool.pools(kernel) else []  # out_<dim>: pooled
     for out in kernel.outputs:
         shape = channel_reduce.output_shape(out, "n_batch", "C_out", [f"out_{s}" for s in dims])
-        w(f"{out.value} = {output_alloc(shape, out.dtype, f'{x}.device')}")
+        alloc = conv_mean.alloc(out, len(dims), f"{x}.device") if conv_mean.means(kernel) else None
+        w(f"{out.value} = {alloc or output_alloc(shape, out.dtype, f'{x}.device')}")
     w("M = n_batch * " + " * ".join(f"out_{s}" for s in dims))
     w("K = CIG * " + " * ".join(f"ks_{s}" for s in dims))
     geometry = [f"{what}_{s}" for what in ("in", "out", "ks", "stride", "pad", "dil") for s in dims]

@@ -12,7 +12,7 @@ from coders.template.emit import pool as pool_emit
 from coders.template.emit.common import FusionError
 from coders.template.fuse.channels import CHANNEL_HOSTS, channel_map
 from coders.template.fuse.dead_code import compact, eliminate_dead, in_order
-from coders.template.fuse.pooled import pool_space, refuse_pool, takes_pool
+from coders.template.fuse.pooled import pool_space, refuse_mean, refuse_pool, takes_mean, takes_pool
 from coders.template.fuse.queries import GEMM_KINDS, TRIANGLES, NotFusable, base_of, space_shape, validate
 from coders.template.ir import Kernel, Op, Operand, Output, ProgramIR, PyStep, step_uses
 from coders.template.scans import WALK_KINDS
@@ -93,14 +93,18 @@ def merged_kernel(ir: ProgramIR, producer: Kernel, consumer: Kernel) -> tuple[Ke
         raise NotFusable("a pointwise kernel cannot host a reduction")
     if guest.kind in WALK_KINDS or (host.kind in WALK_KINDS and not prologue):
         raise NotFusable("a scan or arg-reduction takes elementwise ops on its input only")
-    pools = takes_pool(host, guest, prologue)
+    if "spatial_mean" in host.space:
+        raise NotFusable("a conv meaning its output over the pixels takes nothing after it")
+    pools, means = takes_pool(host, guest, prologue), takes_mean(host, guest, prologue)
     if pools:
         refuse_pool(ir, host, guest)  # a conv's non-overlapping pool (fuse/pooled.py)
+    elif means:
+        refuse_mean(ir, host, guest)  # a global average pool (fuse/pooled.py)
     elif guest.kind == "pool" or (host.kind == "pool" and space_shape(ir, guest) !=
                                   (host.space["in_traced"] if prologue else space_shape(ir, host))):
         raise NotFusable("a pool kernel takes elementwise ops on its input or its output only")
     same = {i: i for i in range(len(space_shape(ir, host)))}
-    mapping = (same, False) if pools else dim_map(ir, host, guest)
+    mapping = (same, False) if pools or means else dim_map(ir, host, guest)
     if mapping is None:
         raise NotFusable("the kernels iterate over different spaces")
     dims_of, reduced_level = mapping
@@ -110,7 +114,9 @@ def merged_kernel(ir: ProgramIR, producer: Kernel, consumer: Kernel) -> tuple[Ke
         raise NotFusable("a prologue must produce the reduction's input")
     # _merge_bodies reads the two kernels and the IR and edits only its own copy of the host
     merged = _merge_bodies(ir, host, guest, dims_of, reduced_level, prologue)
-    if host.kind in CHANNEL_HOSTS and guest.kind == "reduce":
+    if means:
+        merged.space["spatial_mean"] = True  # the tile's rows added into [N, C_out] (emit/conv_mean.py)
+    elif host.kind in CHANNEL_HOSTS and guest.kind == "reduce":
         channel_reduce.fit_tile(merged)  # every output channel in one tile
     if pools:
         pool_space(merged, guest)  # it iterates over the pooled output now

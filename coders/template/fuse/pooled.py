@@ -8,11 +8,16 @@ tile at every position of its pixels' windows, applies the epilogue ops before t
 keeps a running max or sum (emit/conv_pool.py). Only the pooled output is written. The merged
 kernel stays a conv; its space's "traced" becomes the pooled shape, so elementwise ops after the
 pool (and a reduction over the channels, fuse/channels.py) merge onto it as onto any conv output.
+
+A global average pool, `adaptive_avg_pool2d(x, 1)` or `x.mean([2, 3])` (a reduce kernel over every
+spatial dim), merges too, on the conv's own rows: the tile's rows are summed per image and added
+atomically into a zeroed [N, C_out] output (emit/conv_mean.py, space "spatial_mean"). Nothing merges
+after it: a later op reads the means from the output.
 """
 
 from __future__ import annotations
 
-from coders.template.emit import channel_reduce
+from coders.template.emit import channel_reduce, conv_mean
 from coders.template.fuse.queries import NotFusable, space_shape
 from coders.template.ir import Kernel, ProgramIR
 
@@ -67,3 +72,32 @@ def pool_space(merged: Kernel, guest: Kernel) -> None:
                   "conv_traced": list(sp["traced"])}
     sp["params"] = guest.space["params"]
     sp["traced"] = list(guest.space["traced"])
+
+
+def takes_mean(host: Kernel, guest: Kernel, prologue: bool) -> bool:
+    """A reduction over every spatial dim of a conv's output (adaptive_avg_pool(x, 1) or a mean over
+    [2, 3] lower to one): fuse/merge.py lets refuse_mean judge it and mean_space mark it."""
+    return not prologue and host.kind == "conv" and guest.kind == "reduce" and \
+        guest.space["red"] == [2, len(guest.space["traced"])]
+
+
+def refuse_mean(ir: ProgramIR, host: Kernel, guest: Kernel) -> None:
+    """Raise NotFusable, with the reason, unless `guest` means (or sums) the whole conv output over
+    its pixels, one value per (image, channel), and the conv's tile can add its rows into it
+    (emit/conv_mean.py)."""
+    if host.space.get("form", "gemm") != "gemm":
+        raise NotFusable("a depthwise conv (the direct form) is not fused with a mean over its pixels")
+    if "pool" in host.space or channel_reduce.reduces_channels(host):
+        raise NotFusable("the conv kernel already pools or reduces its output")
+    if host.space.get("dtype") != "float32":
+        raise NotFusable("a mean over the pixels is fused into an fp32 conv only (it adds fp32 atomics)")
+    if space_shape(ir, guest) != space_shape(ir, host) or guest.space.get("groups"):
+        raise NotFusable("the reduction reads a tensor of another shape than the conv's output")
+    reductions = [op for op in guest.body if op.op in channel_reduce.REDUCTIONS]
+    if len(reductions) != 1 or reductions[0].op not in conv_mean.MEAN_OPS or \
+            guest.body[-1] is not reductions[0]:
+        raise NotFusable("a conv's epilogue takes one mean or sum over its pixels, last")
+    if any(op.op == "ridx" for op in guest.body):
+        raise NotFusable("the reduction reads its element's index")
+    if [(o.src, o.dims) for o in guest.outputs] != [(reductions[0].out, [0, 1])]:
+        raise NotFusable("the reduction writes other values than one per (image, channel)")
