@@ -69,6 +69,7 @@ from coders.template.emit.pool_regions import (  # noqa: F401 - re-exported
     renamed,
 )
 from coders.template.emit.pool_shift import is_shift
+from coders.template.emit.pool_stack import is_stack
 from coders.template.ir import Kernel
 
 # --------------------------------------------------------------------------------------------------
@@ -97,6 +98,7 @@ def _params(kernel: Kernel, regions: Regions) -> tuple[list[str], list[str]]:
         block = ["WIDE", "BLOCK"]
     block += ["KV"] if is_vector(kernel) else []
     block += ["SHIFT"] if is_shift(kernel) else []
+    block += ["STACK"] if is_stack(kernel) else []
     if regions.adaptive:
         return params + [f"KMAX{j}" for j in range(nd)], block
     constexprs = [f"{c}{j}" for c in ("KS", "ST", "PD") for j in range(nd)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from coders.template.emit import pool_stack
 from coders.template.emit.common import Writer
 from coders.template.emit.launch import Launcher, autotune_configs, output_alloc, wrap_call
 from coders.template.emit.pool_forms import STRIPS, TILES, VECTOR_MAX, is_rows, is_slide, is_tile, is_vector
@@ -84,6 +85,8 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
         kw += form_kw + ["WIDE_PLANE=max(math.prod(_in), math.prod(_out)) > 2**30"]
         if is_shift(kernel):
             kw.append(launch_flag(kernel))
+        if pool_stack.is_stack(kernel):
+            kw.append("STACK=_stack")
         if is_vector(kernel):
             # the last dim's taps per step: its window, to a power of two (at most VECTOR_MAX)
             kw.append(f"KV=min(triton.next_power_of_2(_k[-1]), {VECTOR_MAX})")
@@ -125,6 +128,7 @@ def _rows_grid(w: Writer, kernel: Kernel, nd: int) -> tuple[list[str], list[str]
     w("_cols = max(_out[-1], 1)")
     w("_rows = _out[-2]" if nd > 1 else "_rows = n // _cols  # a 1-D pool's rows: its outer dims")
     w("_planes = n // max(_rows * _cols, 1)")
+    pool_stack.emit_planes(w, kernel, nd)
     # autotuned: the band of the widest strip (narrower ones only give more programs)
     widest = max(n for n, _ in _rows_menu(kernel)) if cfg.get("autotune") else cfg["BLOCK_N"]
     band = cfg.get("BAND") or f"_pool_band(_rows, _planes * triton.cdiv(_cols, {widest}))"

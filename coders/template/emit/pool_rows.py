@@ -28,7 +28,7 @@ loaded where the ring is on: a row is loaded if it lies between a window's first
 
 from __future__ import annotations
 
-from coders.template.emit import pool_shift
+from coders.template.emit import pool_shift, pool_stack
 from coders.template.emit.common import BodyEmitter, Writer, ptr, var
 from coders.template.emit.pool_forms import is_slide, is_vector
 from coders.template.emit.pool_regions import UNROLL, Regions, emit_outer_split, emit_pooled
@@ -79,12 +79,13 @@ def _positions(w: Writer, regions: Regions, vector: bool) -> None:
     nd, last = regions.nd, regions.nd - 1
     n_rows = "ROWS" if nd == 1 else f"OUT{nd - 2}"
     w("pid = tl.program_id(0)")
-    w(f"plane_strips = tl.cdiv(OUT{last}, BLOCK_N)")
+    sw = pool_stack.width(regions.kernel)  # a plane's row in the strip (pool_stack.py: stacked planes)
+    w(f"plane_strips = tl.cdiv(OUT{last}, {sw})")
     w(f"plane_bands = tl.cdiv({n_rows}, BAND)")
     w("plane_first = (pid // plane_strips) % plane_bands * BAND")
     w(f"plane_end = tl.minimum(plane_first + BAND, {n_rows})")
-    w("plane_c0 = (pid % plane_strips) * BLOCK_N")
-    w(f"oi{last} = plane_c0 + tl.arange(0, BLOCK_N)")
+    w(f"plane_c0 = (pid % plane_strips) * {sw}")
+    w(f"oi{last} = plane_c0 + {pool_stack.columns(regions.kernel)}")
     w("# in-plane positions stay 32-bit unless a plane passes 2**30 elements")
     w("if WIDE_PLANE:")
     w(f"    oi{last} = oi{last}.to(tl.int64)")
@@ -92,8 +93,8 @@ def _positions(w: Writer, regions: Regions, vector: bool) -> None:
     w(f"lo{last} = oi{last} * ST{last} - PD{last}")
     dl = (lambda j: f" * DL{j}") if regions.kind == "max" else (lambda j: "")
     w("# a whole strip whose windows lie inside the input rows: its taps need no masks")
-    w(f"plane_inner = (plane_c0 * ST{last} - PD{last} >= 0) & (plane_c0 + BLOCK_N <= OUT{last}) & "
-      f"((plane_c0 + BLOCK_N - 1) * ST{last} - PD{last} + (KS{last} - 1){dl(last)} < IN{last})")
+    w(f"plane_inner = (plane_c0 * ST{last} - PD{last} >= 0) & (plane_c0 + {sw} <= OUT{last}) & "
+      f"((plane_c0 + {sw} - 1) * ST{last} - PD{last} + (KS{last} - 1){dl(last)} < IN{last})")
     if is_shift(regions.kernel):
         pool_shift.emit_inner_bounds(w, regions.kernel, last)
     w(f"plane_in = {' * '.join(f'IN{j}' for j in range(nd))}")
@@ -114,6 +115,7 @@ def _positions(w: Writer, regions: Regions, vector: bool) -> None:
         w("lo0 = oi0 * ST0 - PD0")
         dl0 = " * DL0" if regions.kind == "max" else ""
         w(f"plane_inner = plane_inner & (lo0 >= 0) & (lo0 + (KS0 - 1){dl0} < IN0)")
+    pool_stack.emit_outer(w, regions.kernel, nd)
     _wide_outer(w)
     w(f"plane_out = {' * '.join(f'OUT{j}' for j in range(nd))}")
 

@@ -36,6 +36,7 @@ only where its chunks lie inside the row (`emit_inner_bounds`), not only its tap
 
 from __future__ import annotations
 
+from coders.template.emit import pool_stack
 from coders.template.emit.common import BodyEmitter, Writer
 from coders.template.emit.pool_forms import is_rows, is_vector
 from coders.template.emit.pool_regions import Regions
@@ -97,8 +98,9 @@ def emit_inner_bounds(w: Writer, kernel: Kernel, last: int) -> None:
     which unmasked would read past the row (past the tensor at its last row)."""
     q = chunks(kernel)
     w("if SHIFT:  # the strip's chunks inside the row too: a chunk may pass its taps by 3 columns")
+    sw = pool_stack.width(kernel)  # the strip's columns of one plane's row (pool_stack.py)
     w(f"    plane_inner = plane_inner & (plane_c0 * ST{last} + {CHUNK * q[0]} >= 0) & "
-      f"((plane_c0 + BLOCK_N - {group(kernel)}) * ST{last} + {CHUNK * q[-1] + CHUNK - 1} < IN{last})")
+      f"((plane_c0 + {sw} - {group(kernel)}) * ST{last} + {CHUNK * q[-1] + CHUNK - 1} < IN{last})")
 
 
 def emit_taps(w: Writer, kernel: Kernel, regions: Regions, body: BodyEmitter, region: list,
@@ -110,11 +112,12 @@ def emit_taps(w: Writer, kernel: Kernel, regions: Regions, body: BodyEmitter, re
     m = f"BLOCK_N // {g}"
     offsets = taps(kernel)
     w("# the groups' first input columns: ST x G apart, aligned where ST x G and the strip are")
-    w(f"win_g = plane_c0 * ST{last} + tl.arange(0, {m})[:, None] * (ST{last} * {g})")
+    w(f"win_g = plane_c0 * ST{last} + {pool_stack.group_index(kernel, m, g)} * (ST{last} * {g})")
     w("if WIDE_PLANE:")
     w("    win_g = win_g.to(tl.int64)")
     pad = "float(\"-inf\")" if max_pool else "0.0"
     cols: dict[tuple[int, int], str] = {}
+    restore = pool_stack.emit_chunk_outer(w, kernel, m, g)  # stacked planes: `outer` per group
     for q in chunks(kernel):
         w(f"wi{last} = win_g + ({q * CHUNK} + tl.arange(0, {CHUNK})[None, :])")
         if not inner:
@@ -130,6 +133,8 @@ def emit_taps(w: Writer, kernel: Kernel, regions: Regions, body: BodyEmitter, re
         w(f"{name} = {value}" if inner else f"{name} = tl.where(win_valid, {value}, {pad})")
         for r, col in enumerate(_split(w, name, CHUNK, m)):
             cols[(q, r)] = col
+    if restore:
+        w("outer = plane_keep")
     outs = []
     for j, row in enumerate(offsets):
         acc = cols[(row[0] // CHUNK, row[0] % CHUNK)]

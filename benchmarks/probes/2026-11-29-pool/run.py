@@ -1,0 +1,77 @@
+"""Probe the template coder's pool kernels on a GPU: the rows form's stacked planes (issue 22).
+
+    python benchmarks/probes/2026-11-29-pool/run.py --tasks-dir .kb/l1 \
+        --tasks 43_ --out $OUT/pool-stack.json --time-limit 150 --no-compile
+
+As 2026-11-28-pool/run.py (whose configure, probe_task and main it uses; the error, the copy
+bandwidth, the floor and the dry-run sizes are 2026-11-26-pool's), with the key `stack` (P: planes
+per strip; coders/template/emit/pool_stack.py, off in the port) among a variant's keys and this
+probe's menus (MENUS, the port first, then the most promising). A variant whose stack does not apply
+(pool_stack.stack_ok) fails rather than run unstacked.
+"""
+
+from __future__ import annotations
+
+import time
+
+START = time.monotonic()  # --time-limit counts from here: the imports are in it
+
+import importlib.util  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the repository: benchmarks/ is not installed
+
+
+def _probe(folder: str):
+    """A probe's run.py as a module (its folder's name is not a package name)."""
+    path = Path(__file__).resolve().parents[1] / folder / "run.py"
+    spec = importlib.util.spec_from_file_location(f"pool_probe_{folder.replace('-', '_')}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+previous = _probe("2026-11-28-pool")  # sets TRITON_INTERPRET for --cpu-dry-run before triton loads
+previous.START = START  # its main's wall clock counts from this script's first line
+
+from coders.template.emit import pool_stack  # noqa: E402
+from coders.template.ir import ProgramIR  # noqa: E402
+
+configure_28 = previous.configure
+
+# per task, the port first, then the most promising. 43's output rows are 62 wide: a strip of P rows
+# of 64 columns; G x 32 x num_warps = BLOCK_N keeps one group per thread
+MENUS = {
+    "43_": ["port:",
+            "st4-sh8-256-w1-s2:form=rows,BLOCK_N=256,num_warps=1,shift=8,slide=2,stack=4",
+            "st8-sh8-512-w2-s2:form=rows,BLOCK_N=512,num_warps=2,shift=8,slide=2,stack=8",
+            "st2-sh4-128-w1-s2:form=rows,BLOCK_N=128,num_warps=1,shift=4,slide=2,stack=2",
+            "st8-sh4-512-w4-s2:form=rows,BLOCK_N=512,num_warps=4,shift=4,slide=2,stack=8",
+            "st4-sh8-256-w1:form=rows,BLOCK_N=256,num_warps=1,shift=8,stack=4"],
+}
+
+
+def configure(ir: ProgramIR, overrides: dict[str, Any]) -> tuple[ProgramIR, list[dict]]:
+    """2026-11-28-pool's configure, with `stack` on the rows form only."""
+    if overrides.get("stack") and overrides.get("form") not in (None, "rows"):
+        raise ValueError("stack is a key of the rows form")
+    ir, _ = configure_28(ir, overrides)
+    for kernel in (k for k in ir.kernels() if k.kind == "pool"):
+        if kernel.config.get("form") != "rows":
+            kernel.config.pop("stack", None)
+        elif kernel.config.get("stack") and not pool_stack.is_stack(kernel):
+            raise ValueError("the stack needs the rows form above 1-D, no vector taps, a power-of-two "
+                             "P dividing the strip into rows of at least a group, one plane per column")
+    return ir, [dict(k.config) for k in ir.kernels() if k.kind == "pool"]
+
+
+def main(argv: list[str] | None = None) -> None:
+    previous.MENUS = MENUS
+    previous.configure = configure  # the name its probe_task hands on
+    previous.main(argv)
+
+
+if __name__ == "__main__":
+    main()
