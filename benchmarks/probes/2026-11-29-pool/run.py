@@ -1,7 +1,7 @@
 """Probe the template coder's pool kernels on a GPU: the rows form's stacked planes (issue 22).
 
     python benchmarks/probes/2026-11-29-pool/run.py --tasks-dir .kb/l1 \
-        --tasks 43_ --out $OUT/pool-stack.json --time-limit 150 --no-compile
+        --tasks 43_ 45_ 46_ --out $OUT/pool-stack.json --time-limit 150 --no-compile
 
 As 2026-11-28-pool/run.py (whose configure, probe_task and main it uses; the error, the copy
 bandwidth, the floor and the dry-run sizes are 2026-11-26-pool's), with the key `stack` (P: planes
@@ -50,6 +50,18 @@ MENUS = {
             "st2-sh4-128-w1-s2:form=rows,BLOCK_N=128,num_warps=1,shift=4,slide=2,stack=2",
             "st8-sh4-512-w4-s2:form=rows,BLOCK_N=512,num_warps=4,shift=4,slide=2,stack=8",
             "st4-sh8-256-w1:form=rows,BLOCK_N=256,num_warps=1,shift=8,stack=4"],
+    # 45: k11 s11 windows share no rows; the 186-wide row in one strip of 256; G 4: a group's 44
+    # input columns are 11 aligned chunks (ST x G = 44); the slide's STEP rows in straight code
+    "45_": ["port:",
+            "sh4-256-w2-s1:form=rows,BLOCK_N=256,num_warps=2,shift=4,slide=1",
+            "sh4-256-w2:form=rows,BLOCK_N=256,num_warps=2,shift=4",
+            "sh8-256-w1:form=rows,BLOCK_N=256,num_warps=1,shift=8"],
+    # 46: k3 s2 p1, rows of 128 (one strip); G 4: taps at 2j + k - 1 read chunks -4..7, G 2: -4..3
+    "46_": ["port:",
+            "sh4-128-w1-s2:form=rows,BLOCK_N=128,num_warps=1,shift=4,slide=2",
+            "st2-sh4-256-w2-s2:form=rows,BLOCK_N=256,num_warps=2,shift=4,slide=2,stack=2",
+            "sh2-128-w2-s2:form=rows,BLOCK_N=128,num_warps=2,shift=2,slide=2",
+            "st2-sh8-256-w1-s2:form=rows,BLOCK_N=256,num_warps=1,shift=8,slide=2,stack=2"],
 }
 
 
