@@ -70,6 +70,17 @@ def kernels(program: Program) -> list:
     return ProgramIR.from_dict(program.metadata["template_ir"]).kernels()
 
 
+
+def assert_nan_propagates(task: Task, module_) -> None:
+    """`module_` (a program for a NaN task, pool_task(nan=True)) against PyTorch on the same input: some
+    outputs NaN, not all, and every value equal, NaN for NaN."""
+    sizes = task.sizes("cpu")[0]
+    x = task.make_inputs(seed=1, sizes=sizes)[0]
+    with torch.no_grad():
+        expected, got = task.make_model(sizes=sizes)(x), module_.ModelNew()(x)
+    assert expected.isnan().any() and not expected.isnan().all()
+    torch.testing.assert_close(got, expected, equal_nan=True)
+
 # --------------------------------------------------------------------------------------------------
 # every form against PyTorch
 # --------------------------------------------------------------------------------------------------

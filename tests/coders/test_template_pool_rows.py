@@ -9,7 +9,6 @@ re-reading the rows its first window shares with the band before).
 from __future__ import annotations
 
 import pytest
-import torch
 
 from coders.template.emit import pool as pool_emit
 from coders.template.emit.module import generate
@@ -17,7 +16,7 @@ from coders.template.ir import ProgramIR
 from mtmc.protocols import CoderError
 from mtmc.strategies import PORT
 from tests.coders.test_template import check, check_module, import_program
-from tests.coders.test_template_pool import coder, formed, fuse_all, kernels, pool_task
+from tests.coders.test_template_pool import assert_nan_propagates, coder, formed, fuse_all, kernels, pool_task
 
 STRIP = "tile BLOCK_N=4"
 
@@ -97,12 +96,7 @@ def test_rows_form_with_64_bit_indices(nd, module, steps, tmp_path):
 def test_rows_form_propagates_nan_and_takes_fp16(steps, tmp_path):
     task = pool_task("nn.MaxPool2d(3, 1, 1)", nan=True)
     module_ = rows_module(task, steps, tmp_path, "nan")
-    sizes = task.sizes("cpu")[0]
-    x = task.make_inputs(seed=1, sizes=sizes)[0]
-    with torch.no_grad():
-        expected, got = task.make_model(sizes=sizes)(x), module_.ModelNew()(x)
-    assert expected.isnan().any() and not expected.isnan().all()
-    torch.testing.assert_close(got, expected, equal_nan=True)
+    assert_nan_propagates(task, module_)
     task = pool_task("nn.AvgPool2d(3, 2, 1, ceil_mode=True)", dtype="float16")
     check_module(task, rows_module(task, steps, tmp_path, "fp16"), task.sizes("cpu"))
 

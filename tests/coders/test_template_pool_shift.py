@@ -17,7 +17,7 @@ from coders.template.emit.pool_forms import SHIFT_CONFIGS
 from coders.template.ir import ProgramIR
 from mtmc.strategies import PORT
 from tests.coders.test_template import check, check_module, import_program
-from tests.coders.test_template_pool import coder, formed, fuse_all, kernels, pool_task
+from tests.coders.test_template_pool import assert_nan_propagates, coder, formed, fuse_all, kernels, pool_task
 from tests.coders.test_template_pool_rows import FUSED_POOLS, ROWS_CASES, task_nd
 
 # the KernelBench windows the shift is for (41-44, 46) and the rows form's own cases
@@ -91,12 +91,7 @@ def test_shift_with_64_bit_indices(nd, module, tmp_path):
 def test_shift_propagates_nan(tmp_path):
     task = pool_task("nn.MaxPool2d(3, 1, 1)", nan=True)
     module_ = shift_module(task, tmp_path, "nan", 4, 8, 2)
-    sizes = task.sizes("cpu")[0]
-    x = task.make_inputs(seed=1, sizes=sizes)[0]
-    with torch.no_grad():
-        expected, got = task.make_model(sizes=sizes)(x), module_.ModelNew()(x)
-    assert expected.isnan().any() and not expected.isnan().all()
-    torch.testing.assert_close(got, expected, equal_nan=True)
+    assert_nan_propagates(task, module_)
 
 
 @pytest.mark.parametrize("nd, module, forward", FUSED_POOLS)

@@ -12,7 +12,7 @@ from coders.template.emit.module import generate
 from coders.template.ir import ProgramIR
 from mtmc.strategies import PORT
 from tests.coders.test_template import check, check_module, import_program
-from tests.coders.test_template_pool import coder, formed, fuse_all, kernels, pool_task
+from tests.coders.test_template_pool import assert_nan_propagates, coder, formed, fuse_all, kernels, pool_task
 from tests.coders.test_template_pool_rows import FUSED_POOLS, ROWS_CASES, STRIP, task_nd
 
 
@@ -72,12 +72,7 @@ def test_slide_propagates_nan_and_takes_fp16(tmp_path):
     task = pool_task("nn.MaxPool2d(3, 1, 1)", nan=True)
     module_ = slide_module(task, [STRIP], tmp_path, "nan", 2)
     assert "propagate_nan=tl.PropagateNan.ALL" in open(module_.__file__).read()
-    sizes = task.sizes("cpu")[0]
-    x = task.make_inputs(seed=1, sizes=sizes)[0]
-    with torch.no_grad():
-        expected, got = task.make_model(sizes=sizes)(x), module_.ModelNew()(x)
-    assert expected.isnan().any() and not expected.isnan().all()
-    torch.testing.assert_close(got, expected, equal_nan=True)
+    assert_nan_propagates(task, module_)
     task = pool_task("nn.AvgPool2d(3, 2, 1, ceil_mode=True)", dtype="float16")
     check_module(task, slide_module(task, [STRIP], tmp_path, "fp16", 4), task.sizes("cpu"))
 
