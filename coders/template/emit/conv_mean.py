@@ -1,5 +1,7 @@
 """A conv kernel that means (or sums) its output over every spatial dim (fuse/pooled.py merges a global
-average pool, `adaptive_avg_pool2d(x, 1)` or `x.mean([2, 3])`, into it).
+average pool, `adaptive_avg_pool2d(x, 1)` or `x.mean([2, 3])`, into it): the forward conv's gemm form
+(emit/conv.py) and the transposed conv's implicit GEMM over the output (emit/conv_transpose.py, either
+form: its stride-phase rows are (image, phase pixel), an image's phase the same count of rows).
 
 The tile is the gemm form's as it is (rows: flattened (image, pixel); columns: output channels; the K
 loop and its precision unchanged). The epilogue ops before the reduction run on it, then each image's
@@ -21,7 +23,8 @@ MEAN_OPS = ("mean", "sum")
 
 
 def means(kernel: Kernel) -> bool:
-    return kernel.kind == "conv" and "spatial_mean" in kernel.space
+    """A forward conv (emit/conv.py) or a transposed one (emit/conv_transpose.py) meaning its output."""
+    return kernel.kind in ("conv", "conv_transpose") and "spatial_mean" in kernel.space
 
 
 def split(kernel: Kernel) -> tuple[Op, list[Op]]:
@@ -46,24 +49,28 @@ def check(kernel: Kernel) -> None:
                           "step reads the conv output)")
 
 
-def epilogue(w: Writer, kernel: Kernel, axes: list[Axis]) -> None:
-    """The ops before the reduction on the tile, then each image's column sums added into the output
-    (emit/conv_epilogue.indices set img_e, chan_e, n_pix and the masks)."""
+def epilogue(w: Writer, kernel: Kernel, axes: list[Axis], image: str = "img_e", chan: str = "chan_e",
+             per_image: str = "n_pix", n_pix: str = "n_pix") -> None:
+    """The ops before the reduction on the tile, then each image's column sums added into the output.
+    The kernel has set `image` and `chan` (each row's image, each column's channel), m_mask, n_mask,
+    `per_image` (rows an image spans in the flat row index, M of them in all) and `n_pix` (pixels an
+    image has): emit/conv_epilogue.indices for the forward conv (both n_pix); emit/conv_transpose.py's
+    stride-phase form has S_q rows an image (its phase's pixels) of S_out."""
     reduction, before = split(kernel)
     body = tile_body(kernel, axes, None)
     body.emit(w, before)
     out = ptr(kernel.outputs[0].value)
-    scale = " / n_pix" if reduction.op == "mean" else ""
+    scale = f" / {n_pix}" if reduction.op == "mean" else ""
     w(f"tile_v = tl.where(m_mask & n_mask, {body.arg(reduction.args[0])}, 0.0)")
     w("# the images this tile's rows span: one, two where it crosses a plane's end, more if BLOCK_M > n_pix")
-    w("img_lo = (pid_m * BLOCK_M) // n_pix")
-    w("img_hi = (tl.minimum(pid_m * BLOCK_M + BLOCK_M, M) - 1) // n_pix")
+    w(f"img_lo = (pid_m * BLOCK_M) // {per_image}")
+    w(f"img_hi = (tl.minimum(pid_m * BLOCK_M + BLOCK_M, M) - 1) // {per_image}")
     w("for im in range(img_lo, img_hi + 1):")
-    w("    part = tl.sum(tl.where(img_e == im, tile_v, 0.0), axis=0, keep_dims=True)")
-    w(f"    tl.atomic_add({out} + im * C_out + chan_e, part{scale}, mask=n_mask)")
+    w(f"    part = tl.sum(tl.where({image} == im, tile_v, 0.0), axis=0, keep_dims=True)")
+    w(f"    tl.atomic_add({out} + im * C_out + {chan}, part{scale}, mask=n_mask)")
 
 
-def alloc(out: Output, nd: int, device: str) -> str:
+def alloc(out: Output, nd: int, device: str, batch: str = "n_batch", channels: str = "C_out") -> str:
     """The output: fp32 zeros on every call (the programs add into it), [N, C_out] or keepdim's."""
     ones = ", 1" * nd if out.keepdim else ""
-    return f"torch.zeros((n_batch, C_out{ones}), device={device}, dtype=torch.float32)"
+    return f"torch.zeros(({batch}, {channels}{ones}), device={device}, dtype=torch.float32)"

@@ -41,7 +41,14 @@ the forward conv's does: the launcher makes BLOCK_N hold every channel (emit/cha
 
 from __future__ import annotations
 
-from coders.template.emit import channel_reduce, conv, conv_fma, conv_transpose_loop, conv_transpose_static
+from coders.template.emit import (
+    channel_reduce,
+    conv,
+    conv_fma,
+    conv_mean,
+    conv_transpose_loop,
+    conv_transpose_static,
+)
 from coders.template.emit.common import Axis, Writer, check_operands, ptr, tile_epilogue, var
 from coders.template.emit.conv_transpose_loop import input_values, row_major, split
 from coders.template.emit.launch import Launcher, autotune_configs, kernel_header, output_alloc, wrap_call
@@ -65,6 +72,7 @@ def epilogue_axes(kernel: Kernel) -> list[Axis]:
 def check(kernel: Kernel) -> None:
     """Raise FusionError for an operand or output the epilogue cannot address."""
     check_operands(kernel, epilogue_axes(kernel))
+    conv_mean.check(kernel)  # a conv meaning its output over the pixels writes the means only
     if channel_reduce.reduces_channels(kernel):
         channel_reduce.check(kernel)
 
@@ -239,6 +247,9 @@ def _epilogue(w: Writer, kernel: Kernel) -> None:
     w(f"rs = spatial{rows}")
     w(f"m_mask = m_in{rows}")
     w(f"n_mask = n_in{cols}")
+    if conv_mean.means(kernel):  # each image's column sums added into the [N, C_out] output
+        conv_mean.epilogue(w, kernel, axes, "rb", "rc", "S_q" if phases(kernel) else "S_out", "S_out")
+        return
     # a channel reduction reduces across the tile's columns: the launcher gave it every channel
     tile_epilogue(w, kernel, axes, columns=axes[1] if channel_reduce.reduces_channels(kernel) else None)
 
@@ -259,7 +270,9 @@ def emit_launcher(w: Writer, kernel: Kernel, name: str, launcher: Launcher) -> N
     _layouts(w, kernel, x, wt, d)
     for out in kernel.outputs:  # the conv's own result and each fused op's that is read later
         shape = channel_reduce.output_shape(out, f"{x}.shape[0]", "_cout_g * _groups", ["*_out"])
-        w(f"{out.value} = {output_alloc(shape, out.dtype, f'{x}.device')}")
+        alloc = conv_mean.alloc(out, d, f"{x}.device", f"{x}.shape[0]", "_cout_g * _groups") \
+            if conv_mean.means(kernel) else None
+        w(f"{out.value} = {alloc or output_alloc(shape, out.dtype, f'{x}.device')}")
     w("_s_out = math.prod(_out)")
     if phases(kernel):
         w("# one program column per (group, stride phase); rows: the largest phase's pixels")
