@@ -28,10 +28,10 @@ B, C_IN, C_OUT, H, W = {defaults}
 class Model(nn.Module):
     def __init__(self, c_in, c_out):
         super().__init__()
-        self.conv = nn.Conv{nd}d(c_in, c_out, 3{args})
+        self.conv = nn.{conv}{nd}d(c_in, c_out, 3{args})
 
     def forward(self, x):
-        x = F.gelu(self.conv(x))
+        x = {before}
         {body}
 
 
@@ -50,12 +50,16 @@ SIZES = [{"B": 3, "C_IN": 5, "C_OUT": 7, "H": 13, "W": 11}]
 POOL = "return F.adaptive_avg_pool2d(x, 1).squeeze(-1).squeeze(-1)"
 
 
-def mean_task(body: str = POOL, nd: int = 2, args: str = "", sizes=None) -> Task:
+def mean_task(body: str = POOL, nd: int = 2, args: str = "", sizes=None, conv: str = "Conv",
+              before: str = "F.gelu(self.conv(x))", depth: str = "H - 4") -> Task:
+    """A conv, `before` (the ops on its output) and `body` (the pool); conv="ConvTranspose" for the
+    transposed form's tests (test_template_conv_transpose_mean.py). `depth`: a 3-D input's first dim."""
     sizes = sizes or SIZES
     defaults = ", ".join(str(sizes[0][k]) for k in ("B", "C_IN", "C_OUT", "H", "W"))
-    spatial = {2: "H, W", 3: "H - 4, H, W"}[nd]
-    source = SOURCE.format(nd=nd, args=args, body=body, spatial=spatial, sizes=sizes, defaults=defaults)
-    return Task(name="conv_mean", source=source)
+    spatial = {2: "H, W", 3: f"{depth}, H, W"}[nd]
+    source = SOURCE.format(nd=nd, args=args, body=body, spatial=spatial, sizes=sizes, defaults=defaults,
+                           conv=conv, before=before)
+    return Task(name=f"{conv.lower()}_mean", source=source)
 
 
 def assert_one_meaning_conv(program: Program) -> None:

@@ -16,35 +16,7 @@ from mtmc.strategies import Strategy
 from mtmc.tasks import Task
 from tests.coders.conv_fusion import coder, fused, ieee_port, kernels
 from tests.coders.test_template import check
-
-SOURCE = '''
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-
-B, C_IN, C_OUT, H, W = {defaults}
-
-
-class Model(nn.Module):
-    def __init__(self, c_in, c_out):
-        super().__init__()
-        self.conv = nn.ConvTranspose{nd}d(c_in, c_out, 3{args})
-
-    def forward(self, x):
-        x = self.conv(x) * 0.5
-        {body}
-
-
-def get_inputs():
-    return [torch.randn(B, C_IN, {spatial})]
-
-
-def get_init_inputs():
-    return [C_IN, C_OUT]
-
-
-MTMC = {{"cpu_sizes": {sizes}}}
-'''
+from tests.coders.test_template_conv_mean import mean_task as conv_mean_task
 
 SIZES = [{"B": 3, "C_IN": 5, "C_OUT": 7, "H": 7, "W": 6}]
 STRIDED = ", stride=2, padding=1"
@@ -52,11 +24,8 @@ POOL = "return F.adaptive_avg_pool2d(x, 1).squeeze(-1).squeeze(-1)"
 
 
 def mean_task(body: str = POOL, nd: int = 2, args: str = STRIDED, sizes=None) -> Task:
-    sizes = sizes or SIZES
-    defaults = ", ".join(str(sizes[0][k]) for k in ("B", "C_IN", "C_OUT", "H", "W"))
-    spatial = {2: "H, W", 3: "H - 2, H, W"}[nd]
-    source = SOURCE.format(nd=nd, args=args, body=body, spatial=spatial, sizes=sizes, defaults=defaults)
-    return Task(name="conv_transpose_mean", source=source)
+    return conv_mean_task(body, nd, args, sizes or SIZES, conv="ConvTranspose", before="self.conv(x) * 0.5",
+                          depth="H - 2")
 
 
 def meaning_conv(program: Program):
