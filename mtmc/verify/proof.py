@@ -66,6 +66,9 @@ WATCHED = (
     "torch._C._construct_storage_from_data_pointer", "torch.empty", "torch.Tensor.set_", "torch.Tensor.fill_",
     "mtmc.verify.scrub.FreeMemoryScrub.__call__", "mtmc.verify.scrub.Scrubbed.before",
 )
+# Watched names a CPU-only build of torch lacks (CUDA bindings); on such a build they resolve to None
+# and are still watched: a candidate that sets one changes its identity.
+CUDA_BUILD_ONLY = ("torch._C._cuda_memorySnapshot",)
 HOST_EXITS = ("numpy", "__array__", "__dlpack__", "tolist")  # Tensor methods that hand data to the host
 
 
