@@ -3,7 +3,7 @@
     PYTHONPATH=<KernelBench>/src:$PYTHONPATH python benchmarks/kb_eval.py --tasks-dir .kb/l1 \
         --bench <bench folder> [<bench folder> ...] --out $OUT/kb_eval.json [--time-limit 500] \
         [--stub-llm-clients] [--tasks PREFIX ...] [--shard I/N] [--resume PREV.json ...] \
-        [--control compile eager-ieee [--control-all]]
+        [--control compile eager-ieee [--control-all]] [--no-timing]
     python benchmarks/kb_eval.py --merge A.json B.json ... --out ALL.json
 
 For every task of the bench folders with a program (`<task>/kernel.py`), it runs KernelBench's
@@ -74,8 +74,9 @@ def kb_eval(task_file: Path, source: str, trials: int, perf_trials: int, perf: b
                                    device=torch.device("cuda:0"))
 
 
-def kb_row(task_file: Path, program: Path, trials: int, perf_trials: int) -> dict[str, Any]:
-    result = kb_eval(task_file, program.read_text(), trials, perf_trials)
+def kb_row(task_file: Path, program: Path, trials: int, perf_trials: int,
+           timing: bool = True) -> dict[str, Any]:
+    result = kb_eval(task_file, program.read_text(), trials, perf_trials, perf=timing)
     if result is None:
         return {"kb_error": "eval returned None (a lock or compile failure)"}
     meta = {k: str(v)[:300] for k, v in (result.metadata or {}).items()}
@@ -220,6 +221,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--out", required=True)
     p.add_argument("--trials", type=int, default=5)
     p.add_argument("--perf-trials", type=int, default=100)
+    p.add_argument("--no-timing", action="store_true",
+                   help="correctness only (KernelBench's trials, no CUDA-event timings): several shards may "
+                        "then share a GPU, as KernelBench makes its inputs on the CPU, without one "
+                        "shard's kernels in another's timings")
     p.add_argument("--time-limit", type=float, default=500)
     p.add_argument("--stub-llm-clients", action="store_true", help="see stub_llm_clients")
     p.add_argument("--tasks", nargs="+", metavar="PREFIX", help="only tasks whose names start so")
@@ -288,7 +293,7 @@ def main(argv: list[str] | None = None) -> None:
         else:
             try:
                 row.update(kb_row(task_file[task_dir.name], task_dir / "kernel.py", args.trials,
-                                  args.perf_trials))
+                                  args.perf_trials, timing=not args.no_timing))
             except Exception as err:  # noqa: BLE001 - one task's failure is a row, not the end
                 row["kb_error"] = f"{type(err).__name__}: {str(err)[:300]}"
             torch.cuda.empty_cache()

@@ -156,6 +156,14 @@ def test_a_run_judges_every_program_and_writes_after_each(bench):
     assert kb_eval._largest(bad["kb_meta"]["max_difference"]) == pytest.approx(1e-3, rel=0.01)
 
 
+
+def test_no_timing_judges_correctness_alone_and_times_nothing(bench):
+    fake, report = bench("untimed.json", "--no-timing")
+    assert [r["kb_correct"] for r in report["rows"]] == [True, True, False, True, True]
+    assert all(r["kb_ms"] is None and r["kb_ref_ms"] is None for r in report["rows"])
+    s = report["summary"]
+    assert s["judged"] == 5 and s["disagree"] == ["2_b"] and s["timed_by_both"] == 0
+
 def test_tasks_are_name_prefixes(bench):
     fake, report = bench("one.json", "--tasks", "1_", "4_")
     assert fake.calls == [("1_a", "program"), ("4_d", "program")]  # 1_ is not 11_
