@@ -31,11 +31,10 @@ from __future__ import annotations
 from coders.template.emit import pool_shift, pool_stack
 from coders.template.emit.common import BodyEmitter, Writer, ptr, var
 from coders.template.emit.pool_forms import is_slide, is_vector
-from coders.template.emit.pool_regions import UNROLL, Regions, emit_outer_split, emit_pooled
+from coders.template.emit.pool_regions import NAN_MAX, UNROLL, Regions, emit_outer_split, emit_pooled
 from coders.template.emit.pool_shift import is_shift
 from coders.template.ir import Kernel
 
-NAN_MAX = "tl.maximum({}, {}, propagate_nan=tl.PropagateNan.ALL)"  # max.NaN.f32: a NaN wins
 NO_ROW = -(2**30)  # an empty ring slot's row: below every window's first row
 
 

@@ -39,11 +39,10 @@ from __future__ import annotations
 from coders.template.emit import pool_stack
 from coders.template.emit.common import BodyEmitter, Writer
 from coders.template.emit.pool_forms import is_rows, is_vector
-from coders.template.emit.pool_regions import Regions
+from coders.template.emit.pool_regions import NAN_MAX, Regions
 from coders.template.ir import Kernel
 
 CHUNK = 4  # input columns per chunk: one 128-bit load of fp32
-NAN_MAX = "tl.maximum({}, {}, propagate_nan=tl.PropagateNan.ALL)"  # as pool_rows.NAN_MAX
 
 
 def group(kernel: Kernel) -> int:

@@ -35,9 +35,8 @@ from __future__ import annotations
 
 from coders.template.emit.common import BodyEmitter, Writer
 from coders.template.emit.pool_forms import is_vector
-from coders.template.emit.pool_regions import Regions
+from coders.template.emit.pool_regions import NAN_MAX, Regions
 from coders.template.emit.pool_rows import (
-    NAN_MAX,
     _input_row,
     _loader,
     _loop,
