@@ -73,7 +73,7 @@ def emit_outer(w: Writer, kernel: Kernel, nd: int) -> None:
 
 def emit_chunk_outer(w: Writer, kernel: Kernel, m: str, g: int) -> bool:
     """Before a shift's chunk loads ([m, CHUNK] positions): `outer` per group (kept in plane_keep);
-    True where the caller restores it after (emit_restore)."""
+    True where the caller restores it after (`outer = plane_keep`, pool_shift.emit_taps)."""
     if not is_stack(kernel):
         return False
     w("plane_keep = outer")
@@ -90,10 +90,10 @@ def group_index(kernel: Kernel, m: str, g: int) -> str:
     return f"(tl.arange(0, {m}) % ({WIDTH} // {g}))[:, None]"
 
 
-def launch_flag(kernel: Kernel) -> str:
-    """The launcher's STACK: P where an output row fits one plane's columns, else 1."""
+def stack_value(kernel: Kernel) -> str:
+    """The launcher's _stack (its STACK): P where an output row fits one plane's columns, else 1."""
     p = planes(kernel)
-    return f"STACK={p} if _out[-1] <= {kernel.config['BLOCK_N'] // p} else 1"
+    return f"{p} if _out[-1] <= {kernel.config['BLOCK_N'] // p} else 1"
 
 
 def emit_planes(w: Writer, kernel: Kernel, nd: int) -> None:
@@ -101,6 +101,6 @@ def emit_planes(w: Writer, kernel: Kernel, nd: int) -> None:
     program (3-D: per output depth)."""
     if not is_stack(kernel):
         return
-    w(f"_stack = {launch_flag(kernel)[len('STACK='):]}")
+    w(f"_stack = {stack_value(kernel)}")
     w("_depth = max(_out[0], 1)" if nd == 3 else "_depth = 1")
     w("_planes = triton.cdiv(_planes // _depth, _stack) * _depth")

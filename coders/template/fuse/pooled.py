@@ -76,7 +76,8 @@ def pool_space(merged: Kernel, guest: Kernel) -> None:
 
 def takes_mean(host: Kernel, guest: Kernel, prologue: bool) -> bool:
     """A reduction over every spatial dim of a conv's output (adaptive_avg_pool(x, 1) or a mean over
-    [2, 3] lower to one): fuse/merge.py lets refuse_mean judge it and mean_space mark it."""
+    [2, 3] lower to one): fuse/merge.py lets refuse_mean judge it and marks the merged kernel's space
+    "spatial_mean"."""
     return not prologue and host.kind in ("conv", "conv_transpose") and guest.kind == "reduce" and \
         guest.space["red"] == [2, len(guest.space["traced"])]
 
