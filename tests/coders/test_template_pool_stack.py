@@ -10,6 +10,7 @@ import pytest
 
 from coders.template.emit import pool_stack
 from coders.template.emit.module import generate
+from coders.template.emit.pool_regions import renamed
 from coders.template.ir import ProgramIR
 from tests.coders.test_template import check_module, import_program
 from tests.coders.test_template_pool import formed, pool_task
@@ -71,3 +72,13 @@ def test_stack_preconditions():
     (kernel,) = ProgramIR.from_dict(formed(task, ["tile BLOCK_N=16"]).metadata["template_ir"]).kernels()
     kernel.config.update(stack=2)
     assert not pool_stack.is_stack(kernel)
+
+
+def test_a_body_value_named_like_the_stack_constexpr_is_renamed():
+    """STACK (and SHIFT) are kernel parameters of the rows form: a body value of that name is renamed
+    (pool_regions.renamed), as the other template names are."""
+    task = pool_task(STACK_CASES[0][1], nd=3, shapes=STACK_CASES[0][2])
+    (kernel,) = ProgramIR.from_dict(formed(task, ["tile BLOCK_N=16"]).metadata["template_ir"]).kernels()
+    for name in ("STACK", "SHIFT"):
+        kernel.body[0].out = name
+        assert renamed(kernel).body[0].out == f"v_{name}"
