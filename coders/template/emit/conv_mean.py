@@ -27,12 +27,21 @@ def means(kernel: Kernel) -> bool:
     return kernel.kind in ("conv", "conv_transpose") and "spatial_mean" in kernel.space
 
 
+def final_mean(body: list[Op]) -> Op | None:
+    """The body's one reduction where it is a mean or sum and the last op, else None: the only body the
+    epilogue runs (fuse/pooled.refuse_mean asks it of the reduce kernel before merging)."""
+    reductions = [op for op in body if op.op in REDUCTIONS]
+    if len(reductions) != 1 or reductions[0].op not in MEAN_OPS or body[-1] is not reductions[0]:
+        return None
+    return reductions[0]
+
+
 def split(kernel: Kernel) -> tuple[Op, list[Op]]:
     """(the reduction op, the ops before it); raises FusionError for a body the epilogue cannot run."""
-    reductions = [op for op in kernel.body if op.op in REDUCTIONS]
-    if len(reductions) != 1 or reductions[0].op not in MEAN_OPS or kernel.body[-1] is not reductions[0]:
+    reduction = final_mean(kernel.body)
+    if reduction is None:
         raise FusionError("a conv meaning its output over the pixels ends in one mean or sum")
-    return reductions[0], kernel.body[:-1]
+    return reduction, kernel.body[:-1]
 
 
 def check(kernel: Kernel) -> None:

@@ -94,11 +94,10 @@ def refuse_mean(ir: ProgramIR, host: Kernel, guest: Kernel) -> None:
         raise NotFusable("a mean over the pixels is fused into an fp32 conv only (it adds fp32 atomics)")
     if space_shape(ir, guest) != space_shape(ir, host) or guest.space.get("groups"):
         raise NotFusable("the reduction reads a tensor of another shape than the conv's output")
-    reductions = [op for op in guest.body if op.op in channel_reduce.REDUCTIONS]
-    if len(reductions) != 1 or reductions[0].op not in conv_mean.MEAN_OPS or \
-            guest.body[-1] is not reductions[0]:
+    reduction = conv_mean.final_mean(guest.body)
+    if reduction is None:
         raise NotFusable("a conv's epilogue takes one mean or sum over its pixels, last")
     if any(op.op == "ridx" for op in guest.body):
         raise NotFusable("the reduction reads its element's index")
-    if [(o.src, o.dims) for o in guest.outputs] != [(reductions[0].out, [0, 1])]:
+    if [(o.src, o.dims) for o in guest.outputs] != [(reduction.out, [0, 1])]:
         raise NotFusable("the reduction writes other values than one per (image, channel)")
