@@ -354,7 +354,10 @@ def _gpu_measurements(result: dict[str, Any], module: Any, data: dict[str, Any],
         # are what the timing loop restores its buffers from, so the candidate never holds them.
         if profile_share:
             first = partial(call, checked(0, fresh_copy(sets[0], "cuda")))  # the copy goes after the profile
-            result["share"] = proof.triton_share(first, set(counter.kernels))
+            # the census's live tally, not a copy: a Triton kernel first launched inside the profile (a
+            # call on an input object it has seen before, S23) is still the candidate's own; what such a
+            # call returns is judged by the timed-output recheck, not mislabelled as foreign compute
+            result["share"] = proof.triton_share(first, counter.kernels)
             del first
             clock.lap("profile")
         if time_it:

@@ -56,8 +56,9 @@ from mtmc.verify.verdict import Status, Verdict, VerifierError  # noqa: F401  (r
 from mtmc.verify.worker_pool import WorkerPool
 
 # bump whenever a change can flip a verdict: cached verdicts expire. 2.12: the caching allocator's free
-# blocks and slack overwritten before every candidate call on a GPU (scrub.py, S23); empty_cache refused
-VERIFIER_VERSION = "2.12"
+# blocks and slack overwritten before every candidate call on a GPU (scrub.py, S23); empty_cache refused.
+# 2.13: the profile matches kernel names against the launch tally after its calls (child.py)
+VERIFIER_VERSION = "2.13"
 INTERPRETER_DEVICE = "cpu (triton interpreter)"
 # One case's inputs or outputs past this (bytes, at the task's first size) move the reference to the
 # large-case plan (trusted.TrustedRuns._large_plan): one seed there, the others at a small size. The

@@ -33,7 +33,7 @@ import importlib
 import sys
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 import torch
@@ -251,8 +251,11 @@ class OpCensus(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
-def triton_share(call: Callable[[], Any], kernel_names: set[str], iters: int = 3) -> dict[str, Any]:
+def triton_share(call: Callable[[], Any], kernel_names: Collection[str], iters: int = 3) -> dict[str, Any]:
     """Share of device time spent in kernels named like the candidate's @triton.jit functions.
+
+    `kernel_names` is read after the calls: the launch counter's live tally includes kernels the
+    profiled calls launched for the first time.
 
     Kernel names are matched exactly (Triton names a compiled kernel after its Python function);
     a prefix match would let a kernel named "void" claim every cuBLAS kernel's time.
@@ -286,7 +289,7 @@ GLUE_KERNEL_MARKERS = ("Memcpy", "Memset", "direct_copy_kernel", "FillFunctor", 
                        "CatArrayBatchedCopy", "arange_cuda", "copy_device_to_device")
 
 
-def foreign_kernels(by_name: dict[str, float], ours: set[str]) -> list[str]:
+def foreign_kernels(by_name: dict[str, float], ours: Collection[str]) -> list[str]:
     """Device kernels that are neither the candidate's Triton kernels (exact names: Triton names a
     compiled kernel after its function) nor glue, most time first. Any of them is compute done by
     someone else's kernel (S1/S3): this rule replaces a share-of-time threshold, which padding the

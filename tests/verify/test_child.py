@@ -424,3 +424,38 @@ def test_a_forward_that_draws_random_numbers_gets_no_floor(tmp_path):
     source = REFERENCE_SOURCE.format(body="x + 1e-3 * torch.randn_like(x) + self.weight.sum()")
     _, _, result = _reference_of(source, tmp_path)
     assert [e["reference_errors"] for e in result["expected"]] == [[0.0], [0.0]]
+
+
+def test_the_profile_counts_a_kernel_first_launched_inside_it_as_the_candidates_own(monkeypatch):
+    """S23's path: a call on an input object seen before launches a Triton kernel the cases never ran.
+    The profile reads the launch tally after its calls, so that kernel is the candidate's own (what the
+    call returned is the timed-output recheck's to judge), not 'foreign compute' (CUDA faked on the CPU)."""
+    from mtmc.verify import child
+    from mtmc.verify.output_seals import OutputSeals
+    from mtmc.verify.pristine import NO_AUDIT
+    from mtmc.verify.scrub import Scrubbed
+
+    tally = {"softmax_kernel": 4}  # the launch counter's tally after the cases
+    seen_by_profile = {}
+
+    class Forward:
+        counter = types.SimpleNamespace(streams=set(), kernels=tally)
+
+        def __call__(self, model, inputs):
+            tally["copy_kernel"] = tally.get("copy_kernel", 0) + 1  # launched only on a repeated input
+            return [inputs[0]]
+
+    def fake_profile(first, names):
+        first()
+        seen_by_profile["names"] = set(names)  # what the share is matched against, after the calls
+        return {}
+
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda: types.SimpleNamespace(cuda_stream=0))
+    monkeypatch.setattr(child, "candidate_model", lambda module, case, device: None)
+    monkeypatch.setattr(child, "timing_sets", lambda data, device: [[torch.ones(3)]])
+    monkeypatch.setattr(child, "fresh_copy", lambda inputs, device: [t.clone() for t in inputs])
+    monkeypatch.setattr(child.proof, "triton_share", fake_profile)
+    data = {"cases": [{}], "timing": {"case": 0, "sets": [0]}}
+    child._gpu_measurements({}, None, data, Forward(), False, {}, True, child.PhaseClock(), None, None,
+                            Scrubbed(NO_AUDIT, lambda: None), OutputSeals(0))
+    assert seen_by_profile["names"] == {"softmax_kernel", "copy_kernel"}
