@@ -137,10 +137,12 @@ def retime(cfg: DictConfig) -> dict[str, Any]:
     tree, tasks, recorded, changed = recorded_tasks(cfg, required=True)
     held = [task for task in tasks if task.name in tree.task_sha]  # changed ones are skipped with a log line
     coder = instantiate(cfg.coder)
+    trusted_only(cfg.judge, coder)
     with instantiate(cfg.verifier) as verifier:
         try:
             summary = retime_tree(held, coder, verifier, cfg.tree, top=cfg.top, repeats=cfg.repeats,
-                                  batch=cfg.batch)
+                                  batch=cfg.batch, judge=cfg.judge, chunk=cfg.chunk,
+                                  time_limit_s=cfg.time_limit_s)
         except FreshnessError as err:
             raise SystemExit(f"mtmc tree retime: {err}") from None
     result = noise_report(load_tree(cfg.tree), recorded, cfg.top)

@@ -18,6 +18,11 @@ program once, then every program again), so where a task has more programs than 
 timed apart, not side by side. Batches go through `verify_many` where the verifier has it
 (mtmc/verify/many.py: every GPU busy). A verdict that failed for the machine (`infrastructure`) is
 not written, and a rerun judges it again; a program with `repeats` retime rows already is not.
+With `judge="batch"` (the template coder's programs, as `mtmc tree record judge=batch` records them)
+each task's verdicts go in trusted batches of up to `chunk` (batch.judge_in_batches): the same
+timing loop as the recording's, so the spread compares like with like, at a recording's speed; a
+repeat there is the program imported and timed again in the same child. Past `time_limit_s` no
+batch starts (what is missing is judged by a rerun).
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from mtmc.tree.format import Row, RowWriter, retime_row, task_fingerprint
 from mtmc.tree.index import Tree, load_tree
 from mtmc.tree.replay import ReplayVerifier
 from mtmc.verify import VerifierError
+from mtmc.verify.batch import judge_in_batches
 from mtmc.verify.engine import cacheable
 from mtmc.verify.many import BatchError, verify_pairs
 
@@ -110,10 +116,15 @@ class Retimer:
 
     def __init__(self, coder: Coder, verifier: Verifier, path: str | Path, *, top: int = 5,
                  repeats: int = 2, batch: int | None = None, clock: Callable[[], float] = time.monotonic,
-                 progress: Callable[[str], None] = log.info) -> None:
+                 progress: Callable[[str], None] = log.info, judge: str = "each", chunk: int = 16,
+                 time_limit_s: float | None = None) -> None:
         if top < 1 or repeats < 1:
             raise ValueError(f"top and repeats must be >= 1, got top={top}, repeats={repeats}")
+        if judge not in ("each", "batch"):
+            raise ValueError(f"judge must be each or batch, got {judge!r}")
         check_fresh(verifier)
+        self.judge, self.chunk = judge, chunk
+        self.deadline = None if time_limit_s is None else clock() + time_limit_s
         self.coder, self.verifier, self.top, self.repeats = coder, verifier, top, repeats
         self.path = Path(path)
         self.tree = load_tree(self.path)
@@ -134,7 +145,12 @@ class Retimer:
             self.progress(f"retime: {len(pairs)} verdicts of {len(wanted)} programs of {len(held)} tasks, "
                           f"{self.batch} at a time")
         with RowWriter(self.path) as self.out:
+            if self.judge == "batch":  # every pair at once: judge_in_batches keeps every worker busy
+                self._judge_batch(pairs)
+                pairs = []
             for start_at in range(0, len(pairs), self.batch):
+                if self._past_deadline():
+                    break
                 chunk = [(task, program) for task, program in pairs[start_at:start_at + self.batch]
                          if task.name not in self.broken]  # a task found broken in an earlier batch
                 if chunk:
@@ -173,7 +189,9 @@ class Retimer:
     def _judge_batch(self, chunk: list[Pair]) -> None:
         """Each verdict is written as it comes; a task whose pair raised VerifierError is left out."""
         try:
-            for index, verdict in verify_pairs(self.verifier, chunk):  # every worker (GPU) at once
+            verdicts = judge_in_batches(self.verifier, chunk, self.chunk, self._past_deadline) \
+                if self.judge == "batch" else verify_pairs(self.verifier, chunk)
+            for index, verdict in verdicts:  # every worker (GPU) at once
                 task, program = chunk[index]
                 if not cacheable(verdict):  # a dead worker, memory on a shared GPU: says nothing of the time
                     self.summary.retry += 1
@@ -184,6 +202,9 @@ class Retimer:
             for index, error in err.errors.items():
                 self._leave_out(chunk[index][0], error)
 
+    def _past_deadline(self) -> bool:
+        return self.deadline is not None and self.clock() >= self.deadline
+
     def _leave_out(self, task: Task, error: VerifierError) -> None:
         if task.name not in self.broken:
             log.error("%s: left out: %s", task.name, error)
@@ -191,6 +212,7 @@ class Retimer:
 
 
 def retime_tree(tasks: Sequence[Task], coder: Coder, verifier: Verifier, path: str | Path, *, top: int = 5,
-                repeats: int = 2, batch: int | None = None,
-                progress: Callable[[str], None] = log.info) -> RetimeSummary:
-    return Retimer(coder, verifier, path, top=top, repeats=repeats, batch=batch, progress=progress).run(tasks)
+                repeats: int = 2, batch: int | None = None, progress: Callable[[str], None] = log.info,
+                judge: str = "each", chunk: int = 16, time_limit_s: float | None = None) -> RetimeSummary:
+    return Retimer(coder, verifier, path, top=top, repeats=repeats, batch=batch, progress=progress,
+                   judge=judge, chunk=chunk, time_limit_s=time_limit_s).run(tasks)

@@ -47,11 +47,12 @@ def verify_batch(engine: Engine, task: Task, programs: list[Program]) -> list[Ve
             log.warning("%s: a batch of %d programs ended %s %s; judging them one at a time",
                         task.name, len(todo), outcome.status, outcome.detail)
             for i in todo:
-                verdicts[i] = engine.verify(task, programs[i])
+                verdicts[i] = _alone(engine, task, programs[i], reference)
             return verdicts
         # each verdict's share of what the batch paid once (the reference's wait, the child's setup)
         share = {"reference": round(reference_s / len(todo), 4),
-                 "batch.setup": round(result["setup_s"] / len(todo), 4)}
+                 "batch.setup": round(result["setup_s"] / len(todo), 4),
+                 "batch.setup_wait": round(result.get("setup_wait_s", 0.0) / len(todo), 4)}
         for i, report in zip(todo, result["results"], strict=True):
             verdicts[i] = _verdict(engine, task, reference, report, share)
     wall = (time.monotonic() - started) / len(programs)  # each verdict's share of the batch
@@ -103,6 +104,20 @@ def _batches(pairs: list[tuple[Task, Program]], chunk: int) -> list[tuple[Task, 
         by_task.setdefault(task.name, (task, []))[1].append((index, program))
     return [(task, members[start:start + chunk]) for task, members in by_task.values()
             for start in range(0, len(members), chunk)]
+
+
+def _alone(engine: Engine, task: Task, program: Program, reference: Reference) -> Verdict:
+    """A program of a batch that did not finish, judged again by itself: in full; or, in one-GPU mode
+    (timing_gpu.py), where the full protocol's comparisons in this process would run kernels outside
+    the GPU's lock, as a batch of one in a child of its own (its failure is its own verdict)."""
+    if not engine.pool.gpu_lock:
+        return engine.verify(task, program)
+    outcome, result = engine.pool.run("tree_batch", _job(engine, task, [program], reference),
+                                      2 * engine.settings.timeout_s)
+    failed = engine.outcome_verdict(outcome, "trusted batch")
+    if failed is not None:
+        return failed
+    return _verdict(engine, task, reference, result["results"][0], {})
 
 
 def _job(engine: Engine, task: Task, programs: list[Program], reference: Reference) -> dict[str, Any]:

@@ -176,7 +176,7 @@ class Engine:
         phases["worker"] = round(outcome.wall_s, 4)
         phases.update({f"worker.{k}": v for k, v in ((result or {}).get("phases_s") or {}).items()})
         self._check_integrity()  # the candidate just ran: judge only with the code and data we started with
-        failed = self._outcome_verdict(outcome, "candidate")
+        failed = self.outcome_verdict(outcome, "candidate")
         if failed is not None:
             failed.phases_s = phases
             return failed
@@ -309,7 +309,7 @@ class Engine:
             names.add(result["device"])
         return " + ".join(sorted(names))
 
-    def _outcome_verdict(self, outcome: Outcome, what: str) -> Verdict | None:
+    def outcome_verdict(self, outcome: Outcome, what: str) -> Verdict | None:
         """A verdict for a child that did not finish normally, or None when it did."""
         log = log_excerpt(outcome.log_tail)
         if outcome.status == "done":

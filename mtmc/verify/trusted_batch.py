@@ -17,6 +17,17 @@ sandbox.UNTRUSTED_JOBS), the op census and launch counter, the decoy and state c
 determinism repeats and the profile. Verdicts made here carry the flag `trusted_batch`, and
 `mtmc tree record judge=batch` refuses any coder but the template coder. batch.py builds the
 verdicts (baselines, roofline floor) in the main process.
+
+One-GPU mode (`gpu_lock`, timing_gpu.py): the GPU's lock is held for the batch's setup, then per
+program for its cases and timing, and only then; each program's kernels are compiled before, outside
+it (compile_pass.py), while other jobs' programs run. The per-program cost, on one GPU with N jobs:
+    outside the lock: import (~ms) + compile pass (the program's new kernels: seconds of CPU)
+    under the lock:   its cases (the kernels, the comparisons with the reference) + its timing loop
+                      (warmup_ms, then reps until target_rse, max_reps or budget_s) + its share of
+                      the batch's setup (the inputs and reference outputs, made once a batch)
+so the GPU is the bound while N x (locked time) >= (outside + locked time), and the recorder's
+rate is then 60 / (locked seconds a program) a minute, plus the main process's locked jobs (each
+task's reference and baselines, once; docs/design.md "The program tree").
 """
 
 from __future__ import annotations
@@ -31,7 +42,7 @@ from typing import Any
 import torch
 
 from mtmc.tasks.task import Task
-from mtmc.verify import timing_gpu
+from mtmc.verify import compile_pass, timing_gpu
 from mtmc.verify.bitwise import same
 from mtmc.verify.candidate_load import candidate_traceback, error_kind, import_candidate
 from mtmc.verify.case_io import (
@@ -55,22 +66,38 @@ from mtmc.verify.timing import TimingOptions, time_calls
 def tree_batch(task_name: str, task_source: str, inputs_path: str, device: str,
                programs: list[dict[str, Any]], errors: list[dict[str, Any]], eager_tf32: bool,
                time_it: bool, timing: dict[str, Any], timing_lock: str | None = None,
-               refuse_tf32: bool = False) -> dict[str, Any]:
+               refuse_tf32: bool = False, gpu_lock: str | None = None) -> dict[str, Any]:
     """Each program's result ({"status", "message", errors, "timing", "phases_s"}), in order.
     `errors`: each case's {"eager_errors", "reference_errors", "eager_measured"} from the main
-    process's reference. `refuse_tf32`: judging.refuse_tf32_beyond_eager, as the full protocol's."""
+    process's reference. `refuse_tf32`: judging.refuse_tf32_beyond_eager, as the full protocol's.
+    `gpu_lock`: one-GPU mode's lock (above); `timing_lock`: shared mode's (timing_gpu.py)."""
     started = time.perf_counter()
     precise_reference()
     task = Task(name=task_name, source=task_source)
-    data = load_inputs(inputs_path, device)
-    expected = _expected(task, data["cases"], errors, device)
-    setup_s = round(time.perf_counter() - started, 4)
+    with timing_gpu.gpu_section(gpu_lock):
+        waited = time.perf_counter() - started
+        data = load_inputs(inputs_path, device)
+        expected = _expected(task, data["cases"], errors, device)
+    setup_s = round(time.perf_counter() - started - waited, 4)
     # the verifier's rule for one case, as the full protocol applies it (judging.judge_correctness)
     rule = partial(compare_case, meta=eager_precision(task.meta, eager_tf32), tf32_follows_eager=refuse_tf32)
+    locks = _Locks(gpu_lock, timing_lock)
     results = []
     for program in programs:
-        results.append(_judge_one(program, data, expected, rule, device, time_it, timing, timing_lock))
-    return {"results": results, "setup_s": setup_s}
+        results.append(_judge_one(program, data, expected, rule, device, time_it, timing, locks))
+    return {"results": results, "setup_s": setup_s, "setup_wait_s": round(waited, 4)}
+
+
+class _Locks:
+    """A batch's locks: one-GPU mode's, around each program's kernels (with its compiles before it,
+    outside), or shared mode's, around its timing on the timing GPU; at most one of them is set."""
+
+    def __init__(self, gpu: str | None, timing: str | None) -> None:
+        self.gpu, self.timing = gpu, timing
+
+    @property
+    def compile_first(self) -> bool:
+        return self.gpu is not None
 
 
 def _expected(task: Task, cases: list[dict[str, Any]], errors: list[dict[str, list[float]]],
@@ -92,7 +119,7 @@ def _expected(task: Task, cases: list[dict[str, Any]], errors: list[dict[str, li
 
 def _judge_one(program: dict[str, str], data: dict[str, Any], expected: list[dict[str, Any]],
                rule: Callable[..., Comparison], device: str, time_it: bool, timing: dict[str, Any],
-               timing_lock: str | None) -> dict[str, Any]:
+               locks: _Locks) -> dict[str, Any]:
     started = time.perf_counter()
     path = Path.cwd() / f"candidate_{program['digest']}.py"
     path.write_text(program["source"])
@@ -101,15 +128,31 @@ def _judge_one(program: dict[str, str], data: dict[str, Any], expected: list[dic
     except BaseException as err:  # noqa: BLE001  (any failure to import is the program's compile error)
         return {"status": "compile_error", "message": candidate_traceback(err, path)}
     try:
-        result = _cases(module, data["cases"], expected, rule, device, path)
-        result["phases_s"] = {"cases": round(time.perf_counter() - started, 4)}
-        if result["status"] == "ok" and time_it:
-            result["timing"] = _time(module, data, timing, timing_lock, result["phases_s"])
+        phases = {}
+        if locks.compile_first and device == "cuda":  # its kernels compiled before the lock is taken
+            compile_pass.compile_cases(partial(_forward, module, device), data["cases"], device,
+                                       resident_budget(device))
+            phases["compile"] = round(time.perf_counter() - started, 4)
+        asked = time.perf_counter()
+        with timing_gpu.gpu_section(locks.gpu):
+            held = time.perf_counter()
+            result = _cases(module, data["cases"], expected, rule, device, path)
+            result["phases_s"] = {**phases, "cases": round(time.perf_counter() - held, 4)}
+            if locks.gpu is not None:
+                result["phases_s"]["lock_wait"] = round(held - asked, 4)
+            if result["status"] == "ok" and time_it:
+                result["timing"] = _time(module, data, timing, locks.timing, result["phases_s"])
         return result
     finally:
         sys.modules.pop(f"mtmc_candidate_{program['digest']}", None)
         if device == "cuda":
             torch.cuda.empty_cache()  # the next program's outputs need the room this one's held
+
+
+def _forward(module: Any, device: str, case: dict[str, Any], inputs: list[Any]) -> Any:
+    """The program's forward on `case` as the cases run it (compile_pass's callable)."""
+    with sized(module, case["sizes"]):
+        return run_forward(candidate_model(module, case, device), inputs)
 
 
 def _cases(module: Any, cases: list[dict[str, Any]], expected: list[dict[str, Any]],

@@ -118,8 +118,11 @@ class LocalVerifier(_EngineVerifier):
                  seed: int | None = None, strict: bool = False, workers_per_gpu: int = 1,
                  timing_gpus: list[int] | None = None, shared_compile_cache: bool | None = None,
                  resident_share: float = RESIDENT_SHARE, large_case_bytes: int = LARGE_CASE_BYTES,
-                 overlap_baselines: bool | None = None, tf32_follows_eager: bool = True) -> None:
+                 overlap_baselines: bool | None = None, tf32_follows_eager: bool = True,
+                 gpu_lock: bool = False) -> None:
         """`timing_gpus` and `workers_per_gpu` > 1: shared mode (timing_gpu.py), for trusted programs.
+        `gpu_lock` (no timing GPUs): one-GPU mode, `workers_per_gpu` jobs on each GPU whose kernels run
+        one job at a time under the GPU's lock, trusted batches compiling outside it (timing_gpu.py).
         `shared_compile_cache`: its jobs share one Triton cache (None: on in shared mode only).
         `resident_share`: the share of a GPU's memory its jobs' case inputs may keep there rather than
         in host memory (case_io.RESIDENT_SHARE); it moves data, not verdicts. `large_case_bytes`: one
@@ -133,7 +136,7 @@ class LocalVerifier(_EngineVerifier):
         (correctness.TF32_BEYOND_EAGER_REFUSAL)."""
         if not 0 <= resident_share <= 1:
             raise ValueError(f"resident_share={resident_share}: a share of the GPU's memory, 0 to 1")
-        layout, shared = _gpu_layout(gpus, workers_per_gpu, list(timing_gpus or []))
+        layout, shared = _gpu_layout(gpus, workers_per_gpu, list(timing_gpus or []), gpu_lock)
         if overlap_baselines is None:
             overlap_baselines = not shared
         if overlap_baselines and shared:
@@ -157,7 +160,7 @@ class LocalVerifier(_EngineVerifier):
                              JOBS_PER_GPU_ENV: str(workers_per_gpu),
                              RESIDENT_SHARE_ENV: str(resident_share)}) for devices, _ in layout]
         pool = WorkerPool("cuda", envs, memory_limit_gb, None, [group for _, group in layout],
-                          shared_compile_cache, overlap_baselines)  # lanes (overlap.py)
+                          shared_compile_cache, overlap_baselines, gpu_lock)  # lanes (overlap.py)
         self.engine = Engine(pool, settings, "cuda", cache_path)
 
 
@@ -178,8 +181,8 @@ def make_verifier(backend: str = "auto", **kwargs: Any) -> InterpreterVerifier |
     return cls(**kwargs)
 
 
-def _gpu_layout(gpus: list[int] | None, workers_per_gpu: int,
-                timing_gpus: list[int]) -> tuple[list[tuple[str, int | None]], str]:
+def _gpu_layout(gpus: list[int] | None, workers_per_gpu: int, timing_gpus: list[int],
+                gpu_lock: bool = False) -> tuple[list[tuple[str, int | None]], str]:
     """Each worker's CUDA_VISIBLE_DEVICES and timing group (timing_gpu.worker_layout), and shared
     mode in words ("" in exclusive mode). No `gpus`: every visible GPU but the timing ones."""
     if gpus is None:
@@ -188,9 +191,12 @@ def _gpu_layout(gpus: list[int] | None, workers_per_gpu: int,
         raise VerifierError("LocalVerifier needs a CUDA GPU; use InterpreterVerifier on the CPU")
     try:
         layout = timing_gpu.worker_layout([_physical(g) for g in gpus], workers_per_gpu,
-                                          [_physical(g) for g in timing_gpus])
+                                          [_physical(g) for g in timing_gpus], gpu_lock)
     except ValueError as err:
         raise VerifierError(f"LocalVerifier: {err}") from None
+    if gpu_lock:
+        return layout, (f"{workers_per_gpu} workers on each of GPU(s) {list(gpus)}, every job's kernels one "
+                        "job at a time under its GPU's lock (gpu_lock)")
     shared = (f"{workers_per_gpu} workers on each of GPU(s) {list(gpus)}, timed one at a time on GPU(s) "
               f"{timing_gpus}") if timing_gpus else ""
     return layout, shared

@@ -29,14 +29,16 @@ from mtmc.verify.transport import restore
 class WorkerPool:
     def __init__(self, backend: str, envs: list[dict[str, str]], memory_gb: float | None,
                  cpu_threads: int | None, timing_groups: list[int | None] | None = None,
-                 shared_compile_cache: bool = False, lanes: bool = False) -> None:
-        """`timing_groups`: each worker's timing GPU in shared mode (timing_gpu.py), None: exclusive.
+                 shared_compile_cache: bool = False, lanes: bool = False, gpu_lock: bool = False) -> None:
+        """`timing_groups`: each worker's timing GPU in shared mode (timing_gpu.py), None: exclusive;
+        with `gpu_lock` (one-GPU mode, timing_gpu.py) each worker's GPU, whose lock its jobs' kernels take.
         `shared_compile_cache`: every candidate job compiles into one Triton cache (trusted programs
         only: `compile_cache_folder`). `lanes`: each worker gets a twin on its GPU for trusted jobs
         alone, which forks its children lazily (overlap.py: `verifier.overlap_baselines`)."""
         self.root = Path(tempfile.mkdtemp(prefix="mtmc-verify-", dir=scratch_parent()))
         self.compile_cache = compile_cache_folder(self.root) if shared_compile_cache else None
         self.memory_gb = memory_gb
+        self.gpu_lock = gpu_lock
         self.cpu_threads = cpu_threads
         self._numbers = itertools.count()
         # The workers' candidates all run as nobody and share its process count (RLIMIT_NPROC).
@@ -77,17 +79,21 @@ class WorkerPool:
                timeout_s: float) -> tuple[Outcome, dict[str, Any] | None]:
         scratch = self.root / f"job{next(self._numbers)}"
         scratch.mkdir()
-        args = with_timing_lock(job, args, self.timing_locks.get(id(worker)))
+        lock = self.timing_locks.get(id(worker))
+        args = with_gpu_lock(job, args, lock) if self.gpu_lock else with_timing_lock(job, args, lock)
         isolate = job in sandbox.UNTRUSTED_JOBS
         cache = str(self.compile_cache) if self.compile_cache and isolate else None
+        # one-GPU mode: a job that does not take the lock itself runs whole under it (timing_gpu.py)
+        held = lock if self.gpu_lock and job in timing_gpu.MAIN_LOCKED_JOBS else None
         try:
-            outcome = worker.run({"job": job, "args": args, "scratch": str(scratch),
-                                  "memory_gb": self.memory_gb, "cpu_threads": self.cpu_threads,
-                                  "nproc_headroom": self.nproc_headroom,
-                                  "isolate": isolate,  # a candidate reads only:
-                                  "readable": [args[k] for k in READABLE_ARGS if args.get(k)],
-                                  "compile_cache": cache},
-                                 timeout_s)
+            with timing_gpu.exclusive(held):
+                outcome = worker.run({"job": job, "args": args, "scratch": str(scratch),
+                                      "memory_gb": self.memory_gb, "cpu_threads": self.cpu_threads,
+                                      "nproc_headroom": self.nproc_headroom,
+                                      "isolate": isolate,  # a candidate reads only:
+                                      "readable": [args[k] for k in READABLE_ARGS if args.get(k)],
+                                      "compile_cache": cache},
+                                     timeout_s)
             result = None
             if outcome.status == "done":
                 try:
@@ -130,6 +136,11 @@ class WorkerPool:
 def with_timing_lock(job: str, args: dict[str, Any], lock: str | None) -> dict[str, Any]:
     """A timed job on a shared-mode worker gets its timing GPU's lock (the child times under it)."""
     return {**args, "timing_lock": lock} if lock and job in timing_gpu.TIMED_JOBS else args
+
+
+def with_gpu_lock(job: str, args: dict[str, Any], lock: str | None) -> dict[str, Any]:
+    """One-GPU mode: a trusted batch gets its GPU's lock, which it takes around its kernels only."""
+    return {**args, "gpu_lock": lock} if lock and job in timing_gpu.CHILD_LOCKED_JOBS else args
 
 
 def compile_cache_folder(root: Path) -> Path:

@@ -204,3 +204,21 @@ def test_spreads_share_median_and_max_by_hand(tmp_path):
     markdown = noise_markdown(report)
     assert "- spread <= 1.05: 2 (66.7%)" in markdown and "| t | 2 of 2 | 1.0612 | D | 0 | 0 |" in markdown
     assert "| v | 0 of 2 | n/a | - | 0 | 0 |" in markdown
+
+
+def test_judge_batch_retimes_in_trusted_batches_of_chunk_and_stops_at_the_time_limit(tree_file):
+    from tests.tree.fakes import BatchVerifier
+
+    verifier = BatchVerifier()
+    summary = retime_tree(TASKS, coder, verifier, tree_file, top=3, repeats=2, judge="batch", chunk=4)
+    assert sorted(verifier.batch_sizes) == [2, 2, 4, 4]  # each task's 6 verdicts, in runs of 4
+    top = {(t.name, d) for t in TASKS for d in fastest(tree_file, t.name, 3)}
+    assert retimes(tree_file) == {pair: 2 for pair in top} and summary.judged == 12
+    late = BatchVerifier()
+    more = retime_tree(TASKS, coder, late, tree_file, top=3, repeats=3, judge="batch", time_limit_s=0)
+    assert late.batch_sizes == [] and more.judged == 0  # past the limit no batch starts
+
+
+def test_a_retime_judge_must_be_each_or_batch(tree_file):
+    with pytest.raises(ValueError, match="each or batch"):
+        retime_tree(TASKS, coder, DigestVerifier(), tree_file, judge="both")
