@@ -132,23 +132,28 @@ def test_shift_is_off_in_the_port_at_narrow_rows_and_where_it_does_not_apply():
 
 
 # the port's shift (pool_forms.shift_in_port): the probed windows at small odd sizes whose output rows
-# are as wide as the rule's (1-D over 1024, 2-D 257-512, 3-D 33-64), and second sizes of other widths
-# (several strips: inner ones unmasked); traced shape, second shape
+# are as wide as the rule's (1-D over 1024, 2-D 257-512, 3-D dilated 33-64, 3-D undilated 65-128),
+# and second sizes of other widths (several strips: inner ones unmasked); SHIFT_CONFIGS' key, traced
+# shape, second shape
 PORT_SHIFT = [
-    (1, "nn.MaxPool1d(8, stride=1, padding=4, dilation=3)", ((2, 3, 1044), (1, 3, 6200))),  # 41's: 1031
-    (1, "nn.AvgPool1d(8, stride=1, padding=4)", ((2, 3, 1030), (1, 3, 5001))),  # 44's: 1031
-    (2, "nn.MaxPool2d(4, stride=1, padding=1)", ((1, 3, 7, 300), (2, 3, 5, 1030))),  # 42's: 299
-    # 43's: 33
-    (3, "nn.MaxPool3d(3, stride=2, padding=1, dilation=3)", ((1, 3, 9, 9, 70), (1, 3, 8, 10, 200))),
+    ("1d", "nn.MaxPool1d(8, stride=1, padding=4, dilation=3)", ((2, 3, 1044), (1, 3, 6200))),  # 41's: 1031
+    ("1d", "nn.AvgPool1d(8, stride=1, padding=4)", ((2, 3, 1030), (1, 3, 5001))),  # 44's: 1031
+    ("2d", "nn.MaxPool2d(4, stride=1, padding=1)", ((1, 3, 7, 300), (2, 3, 5, 1030))),  # 42's: 299
+    ("3d-dilated", "nn.MaxPool3d(3, stride=2, padding=1, dilation=3)",  # 43's: 33
+     ((1, 3, 9, 9, 70), (1, 3, 8, 10, 200))),
+    # 46's: 65 wide (one strip, masked), then 301 (3 strips of 128: the middle one unmasked where
+    # the rows are inside, 11 rows: steps 2 and 4)
+    ("3d-128", "nn.AvgPool3d(3, stride=2, padding=1)", ((1, 3, 5, 7, 129), (1, 2, 6, 11, 601))),
 ]
 
 
-@pytest.mark.parametrize("nd, module, shapes", PORT_SHIFT, ids=[m for _, m, _ in PORT_SHIFT])
-def test_port_takes_the_shift_where_probed(nd, module, shapes, tmp_path):
+@pytest.mark.parametrize("key, module, shapes", PORT_SHIFT, ids=[m for _, m, _ in PORT_SHIFT])
+def test_port_takes_the_shift_where_probed(key, module, shapes, tmp_path):
+    nd = int(key[0])
     task = pool_task(module, nd=nd, shapes=shapes)
     program = coder.apply(task, None, PORT)
     (kernel,) = kernels(program)
-    assert {k: kernel.config.get(k) for k in SHIFT_CONFIGS[nd]} == SHIFT_CONFIGS[nd]
+    assert {k: kernel.config.get(k) for k in SHIFT_CONFIGS[key]} == SHIFT_CONFIGS[key]
     assert kernel.config["form"] == "rows" and "win_sh = tl.reshape(" in program.source
     check(task, program, tmp_path)
 

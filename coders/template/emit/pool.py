@@ -43,7 +43,7 @@ by the window's size.
 
 from __future__ import annotations
 
-from coders.template.emit import pool_rows, pool_slide
+from coders.template.emit import pool_rows, pool_sep, pool_slide
 from coders.template.emit.common import BodyEmitter, Writer, ptr, var
 from coders.template.emit.launch import kernel_header
 from coders.template.emit.pool_forms import (  # noqa: F401 - the forms and menu steps, re-exported
@@ -99,6 +99,7 @@ def _params(kernel: Kernel, regions: Regions) -> tuple[list[str], list[str]]:
     block += ["KV"] if is_vector(kernel) else []
     block += ["SHIFT"] if is_shift(kernel) else []
     block += ["STACK"] if is_stack(kernel) else []
+    block += ["SEP"] if pool_sep.is_sep(kernel) else []
     if regions.adaptive:
         return params + [f"KMAX{j}" for j in range(nd)], block
     constexprs = [f"{c}{j}" for c in ("KS", "ST", "PD") for j in range(nd)]
@@ -117,7 +118,8 @@ def emit_kernel(w: Writer, kernel: Kernel, name: str) -> None:
     kernel_header(w, kernel, name, params, constexprs)
     w.indent()
     if is_rows(kernel):
-        (pool_slide if is_slide(kernel) else pool_rows).emit_body(w, kernel, regions)
+        form = pool_sep if pool_sep.is_sep(kernel) else pool_slide if is_slide(kernel) else pool_rows
+        form.emit_body(w, kernel, regions)
         w.dedent()
         return
     if is_tile(kernel):

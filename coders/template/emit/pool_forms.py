@@ -23,11 +23,13 @@ FLAT_CONFIG = {"BLOCK": 512, "num_warps": 4}  # the flat form: output elements p
 # the port's rows form where windows share rows (slide_in_port): 2 output rows per loop step, a strip
 # of at most 128 columns, 4 warps
 SLIDE_CONFIG = {"slide": 2, "BLOCK_N": 128, "num_warps": 4}
-# the port's shifted taps (shift_in_port; emit/pool_shift.py) per pooled dims: the best variant of
-# benchmarks/probes/2026-11-28-pool (sh8-2048-w8, sh4-512-w4-s2, sh2-64-w1-s2), one group per thread
-SHIFT_CONFIGS = {1: {"BLOCK_N": 2048, "num_warps": 8, "shift": 8},
-                 2: {"BLOCK_N": 512, "num_warps": 4, "shift": 4, "slide": 2},
-                 3: {"BLOCK_N": 64, "num_warps": 1, "shift": 2, "slide": 2}}
+# the port's shifted taps (shift_in_port; emit/pool_shift.py) per probed shape: the best variant of
+# benchmarks/probes/2026-11-28-pool (sh8-2048-w8, sh4-512-w4-s2, sh2-64-w1-s2) and, for 46's
+# undilated 3-D window, of 2026-11-29-pool (sh2-128-w2-s2); one group per thread
+SHIFT_CONFIGS = {"1d": {"BLOCK_N": 2048, "num_warps": 8, "shift": 8},
+                 "2d": {"BLOCK_N": 512, "num_warps": 4, "shift": 4, "slide": 2},
+                 "3d-dilated": {"BLOCK_N": 64, "num_warps": 1, "shift": 2, "slide": 2},
+                 "3d-128": {"BLOCK_N": 128, "num_warps": 2, "shift": 2, "slide": 2}}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -158,20 +160,23 @@ def slide_in_port(kernel: Kernel) -> bool:
 
 
 def shift_in_port(kernel: Kernel) -> dict | None:
-    """The port's rows form with shifted taps (SHIFT_CONFIGS[nd]) where the 2026-11-28 pool probe
-    measured it win, else None (the port's other forms). Each case is the shape of the pools it
-    measured (benchmarks/probes/2026-11-28-pool, h100-shift.log; KernelBench level 1, % of the memory
-    floor, the port then the shift; every variant exact):
+    """The port's rows form with shifted taps (SHIFT_CONFIGS) where the 2026-11-28 and 2026-11-29
+    pool probes measured it win, else None (the port's other forms). Each case is the shape of the
+    pools they measured (benchmarks/probes/2026-11-28-pool, h100-shift.log, and 2026-11-29-pool on an
+    H200; KernelBench level 1, % of the memory floor, the port then the shift; every variant exact):
     - 1-D, stride 1, an output row wider than 1024 (41 MaxPool1d k8 p4 d3, rows of 65523: the flat
       form 56.8% -> 94.2%; 44 AvgPool1d k8 p4, 65537: the rows form 67.6% -> 94.4%);
     - 2-D undilated, stride 1, windows sharing rows (the slide's), the row in one strip of 512 (257 to
       512 outputs; 42 MaxPool2d k4 p1, 511: the slide at strip 128 42.6% -> 89.4%);
     - 3-D dilated, stride 2 along the row, the row in one strip of 64 (33 to 64 outputs; 43 MaxPool3d
-      k3 p1 d3, 62: the flat form 43.7% -> 69.3%; its plain rows form ran 36.8%).
+      k3 p1 d3, 62: the flat form 43.7% -> 69.3%; its plain rows form ran 36.8%);
+    - 3-D undilated, stride 2 along the row, windows sharing rows (the slide's), the row in one strip
+      of 128 (65 to 128 outputs; 46 AvgPool3d k3 p1, 128 wide, on an H200: the slide at strip 128,
+      4 warps, plain taps 81.3% -> G 2, 2 warps 85.5%).
     In every case the windows overlap along the row (stride < the window's span): the taps the shift
-    folds from aligned chunks are loads of the same columns. Not probed, so left as they were: 46's
-    undilated AvgPool3d k3 s2 (93.4% in the slide), windows that do not overlap (45's k11 s11 and the
-    level-2 pools, stride = kernel), other strides and row widths."""
+    folds from aligned chunks are loads of the same columns. Not probed, so left as they were: windows
+    that do not overlap (45's k11 s11 and the level-2 pools, stride = kernel), other strides and row
+    widths."""
     fixed = kernel.space.get("fixed")
     if not fixed or not rows_ok(kernel):
         return None
@@ -183,11 +188,13 @@ def shift_in_port(kernel: Kernel) -> dict | None:
         return None
     dilated = any(d != 1 for d in dl)
     if nd == 1 and st[-1] == 1 and out_w > 1024:
-        return dict(SHIFT_CONFIGS[1])
+        return dict(SHIFT_CONFIGS["1d"])
     if nd == 2 and st[-1] == 1 and 256 < out_w <= 512 and slide_in_port(kernel):
-        return dict(SHIFT_CONFIGS[2])
+        return dict(SHIFT_CONFIGS["2d"])
     if nd == 3 and dilated and st[-1] == 2 and 32 < out_w <= 64:
-        return dict(SHIFT_CONFIGS[3])
+        return dict(SHIFT_CONFIGS["3d-dilated"])
+    if nd == 3 and st[-1] == 2 and 64 < out_w <= 128 and slide_in_port(kernel):
+        return dict(SHIFT_CONFIGS["3d-128"])
     return None
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from coders.template.emit import pool_stack
+from coders.template.emit import pool_sep, pool_stack
 from coders.template.emit.common import Writer
 from coders.template.emit.launch import Launcher, autotune_configs, output_alloc, wrap_call
 from coders.template.emit.pool_forms import STRIPS, TILES, VECTOR_MAX, is_rows, is_slide, is_tile, is_vector
@@ -145,6 +145,7 @@ def _rows_grid(w: Writer, kernel: Kernel, nd: int) -> tuple[list[str], list[str]
             w("_span = (_k[-2] - 1) * _d[-2] + 1")
             w(f"_slide = _s[-2] < _span <= {queue_slots(kernel)}  # windows share rows and fit the queue")
             kw.append("SLIDE=_slide")
+            kw += [pool_sep.launch_flag(kernel)] if pool_sep.is_sep(kernel) else []
         return args, kw
     if nd > 1:
         span = "(_k[-2] - 1) * _d[-2] + 1"

@@ -12,7 +12,7 @@ UNROLL = 64  # windows of at most this many taps (at the traced sizes) are unrol
 NAN_MAX = "tl.maximum({}, {}, propagate_nan=tl.PropagateNan.ALL)"  # max.NaN.f32: a NaN wins
 # the template's own names; body values that match are renamed before emitting
 _TEMPLATE = re.compile(r"^(oi|wi|kk|lo|hi|ok|od|IN|OUT|SZ|KS|ST|PD|DL|KMAX)\d+$|^(win|plane)_|^odr$|"
-                       r"^(ROWS|KV|WIDE|WIDE_PLANE|COUNT_PAD|DIVISOR|BAND|RING|OVERLAP|HTAPS|STEP|SLIDE|SHIFT|STACK)$")
+                       r"^(ROWS|KV|WIDE|WIDE_PLANE|COUNT_PAD|DIVISOR|BAND|RING|OVERLAP|HTAPS|STEP|SLIDE|SHIFT|STACK|SEP)$")
 
 
 class Regions:

@@ -1,0 +1,109 @@
+"""The slide's separated taps (config `sep`, coders/template/emit/pool_sep.py; a probe key, off in the
+port) against PyTorch on the CPU interpreter, at small odd sizes: 43's and 46's windows and 2-D ones,
+bands that end inside a step, a fused prologue and epilogue, NaNs, 64-bit indices, and run-time
+windows or rows where SEP is off (the slide's own path)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+from coders.template.emit import pool_sep
+from coders.template.emit.module import generate
+from coders.template.ir import ProgramIR
+from mtmc.strategies import PORT
+from tests.coders.test_template import check_module, import_program
+from tests.coders.test_template_pool import assert_nan_propagates, coder, formed, fuse_all, kernels, pool_task
+from tests.coders.test_template_pool_rows import FUSED_POOLS
+
+# (nd, module, shapes, strip): each shape's output row fits the strip and its input row strip x stride
+SEP_CASES = [
+    (3, "nn.MaxPool3d(3, stride=2, padding=1, dilation=3)", ((1, 2, 9, 11, 29), (2, 1, 8, 13, 31)), 16),
+    (3, "nn.AvgPool3d(3, stride=2, padding=1)", ((1, 2, 5, 7, 13), (1, 3, 6, 9, 15)), 8),
+    (3, "nn.AvgPool3d(3, 2, 1, ceil_mode=True, count_include_pad=False)", ((1, 2, 5, 7, 13), None), 8),
+    (2, "nn.MaxPool2d(3, stride=1, padding=1)", ((1, 2, 7, 13), (2, 1, 6, 9)), 16),
+    (2, "nn.MaxPool2d(4, stride=2, padding=1, dilation=2)", ((1, 2, 9, 15), None), 8),
+]
+
+
+def sep_module(task, tmp_path, tag: str, strip: int, slide: int = 2, band: int = 3, wide: bool = False,
+               fused=None, must: bool = True):
+    """The task's program in the slide (strip `strip`, bands of `band` rows) with separated taps,
+    imported (`wide`: its 64-bit paths forced on; `must`: a launch with SEP off fails)."""
+    ir = ProgramIR.from_dict(formed(task, [f"tile BLOCK_N={strip}"], fused).metadata["template_ir"])
+    (kernel,) = ir.kernels()
+    kernel.config.update(slide=slide, sep=1, BAND=band)
+    assert pool_sep.is_sep(kernel)
+    source = generate(task, ir)
+    assert "tl.gather(win_sep" in source and "SEP=bool(_slide) and" in source
+    if wide:
+        source = source.replace("> 2**30", ">= 0")
+    if must:  # the case's sizes take the separated taps, not the slide's own path
+        source = re.sub(r"SEP=(.*),\n", r"SEP=_sep_on(\1),\n", source)
+        source += "\n\ndef _sep_on(on):\n    assert on, 'SEP is off'\n    return on\n"
+    return import_program(source, tmp_path, tag)
+
+
+def _sizes(task, shapes):
+    return task.sizes("cpu")[:1] if shapes[1] is None else task.sizes("cpu")
+
+
+@pytest.mark.parametrize("nd, module, shapes, strip", SEP_CASES, ids=[c[1] for c in SEP_CASES])
+@pytest.mark.parametrize("slide, band", [(2, 3), (1, 2), (4, 5)], ids=["s2-b3", "s1-b2", "s4-b5"])
+def test_sep_matches_pytorch(nd, module, shapes, strip, slide, band, tmp_path):
+    task = pool_task(module, nd=nd, shapes=(shapes[0], shapes[1] or shapes[0]))
+    module_ = sep_module(task, tmp_path, "sep", strip, slide, band)
+    check_module(task, module_, _sizes(task, shapes))
+
+
+def test_sep_with_64_bit_indices(tmp_path):
+    nd, module, shapes, strip = SEP_CASES[0]
+    task = pool_task(module, nd=nd, shapes=shapes)
+    check_module(task, sep_module(task, tmp_path, "wide", strip, wide=True), task.sizes("cpu"))
+
+
+def test_sep_propagates_nan(tmp_path):
+    task = pool_task("nn.MaxPool3d(3, stride=2, padding=1)", nd=3, nan=True,
+                     shapes=((1, 2, 7, 9, 11), (1, 2, 7, 9, 11)))
+    assert_nan_propagates(task, sep_module(task, tmp_path, "nan", 8))
+
+
+@pytest.mark.parametrize("nd, module, forward", FUSED_POOLS[1:])
+def test_sep_with_fused_prologue_and_epilogue(nd, module, forward, tmp_path):
+    task = pool_task(module, forward, nd=nd)
+    fused = fuse_all(task, coder.apply(task, None, PORT))
+    assert len(kernels(fused)[0].body) > 3
+    check_module(task, sep_module(task, tmp_path, "fused", 16, fused=fused), task.sizes("cpu"))
+
+
+@pytest.mark.parametrize("run", [(3, 3, 0, 1, False), (5, 1, 2, 1, True), (2, 2, 0, 2, False)])
+def test_sep_off_where_the_run_time_window_does_not_fit(run, tmp_path):
+    """Other run-time windows: stride 3 (not a power of two) and an output row wider than the strip
+    take the slide's own path (SEP off); k2 d2 still takes the separated taps at its own taps."""
+    task = pool_task("nn.MaxPool2d(3, stride=2, padding=1)", shapes=((1, 2, 9, 15), (1, 2, 9, 15)))
+    module_ = sep_module(task, tmp_path, "run", 8, must=False)
+    x = task.make_inputs(seed=1, sizes=task.sizes("cpu")[0])[0]
+    model = module_.ModelNew()
+    k, s, p, d, ceil = run
+    model.pool.kernel_size, model.pool.stride, model.pool.padding = k, s, p
+    model.pool.dilation, model.pool.ceil_mode = d, ceil
+    with torch.no_grad():
+        torch.testing.assert_close(model(x), torch.nn.functional.max_pool2d(x, k, s, p, d, ceil))
+
+
+def test_sep_is_off_in_the_port_and_where_it_does_not_apply():
+    task = pool_task("nn.MaxPool2d(3, 1, 1)")
+    assert "tl.gather" not in coder.apply(task, None, PORT).source
+    (kernel,) = kernels(formed(task, ["tile BLOCK_N=8"]))
+    kernel.config.update(slide=2, sep=1)
+    assert pool_sep.is_sep(kernel)
+    for bad in ({"shift": 2}, {"stack": 2}, {"vector": True}, {"slide": 0}):
+        kernel.config.update(bad)
+        assert not pool_sep.is_sep(kernel)
+        kernel.config.update(shift=0, stack=0, vector=False, slide=2)
+    task = pool_task("nn.MaxPool1d(3, 1, 1)", nd=1)
+    (kernel,) = kernels(formed(task, ["tile BLOCK_N=8"]))
+    kernel.config.update(slide=2, sep=1)
+    assert not pool_sep.is_sep(kernel)
