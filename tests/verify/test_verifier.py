@@ -127,7 +127,7 @@ def test_local_verifier_hands_its_resident_share_to_every_worker(monkeypatch):
             pools.append(envs)
 
     two_gpus = ([("0", None), ("1", None)], "")
-    monkeypatch.setattr(verifier_module, "_gpu_layout", lambda gpus, per_gpu, timing: two_gpus)
+    monkeypatch.setattr(verifier_module, "_gpu_layout", lambda gpus, per_gpu, timing, gpu_lock: two_gpus)
     monkeypatch.setattr(verifier_module, "WorkerPool", FakePool)
     monkeypatch.setattr(verifier_module, "Engine", lambda pool, settings, device, cache: None)
     verifier_module.LocalVerifier(resident_share=0.5)
