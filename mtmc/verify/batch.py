@@ -52,7 +52,8 @@ def verify_batch(engine: Engine, task: Task, programs: list[Program]) -> list[Ve
         # each verdict's share of what the batch paid once (the reference's wait, the child's setup)
         share = {"reference": round(reference_s / len(todo), 4),
                  "batch.setup": round(result["setup_s"] / len(todo), 4),
-                 "batch.setup_wait": round(result.get("setup_wait_s", 0.0) / len(todo), 4)}
+                 "batch.setup_wait": round(result.get("setup_wait_s", 0.0) / len(todo), 4),
+                 "batch.setup_host": round(result.get("setup_host_s", 0.0) / len(todo), 4)}
         for i, report in zip(todo, result["results"], strict=True):
             verdicts[i] = _verdict(engine, task, reference, report, share)
     wall = (time.monotonic() - started) / len(programs)  # each verdict's share of the batch
