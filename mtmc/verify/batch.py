@@ -39,7 +39,7 @@ def verify_batch(engine: Engine, task: Task, programs: list[Program]) -> list[Ve
     todo = [i for i, v in enumerate(verdicts) if v is None]
     if todo:
         lap = time.monotonic()
-        reference = engine.trusted.reference(task)
+        reference = engine.trusted.reference(task, outputs=False)  # the child makes them
         reference_s = round(time.monotonic() - lap, 4)
         job = _job(engine, task, [programs[i] for i in todo], reference)
         outcome, result = engine.pool.run("tree_batch", job, engine.settings.timeout_s * (1 + len(todo)))
