@@ -39,7 +39,7 @@ def verify_batch(engine: Engine, task: Task, programs: list[Program]) -> list[Ve
     todo = [i for i, v in enumerate(verdicts) if v is None]
     if todo:
         lap = time.monotonic()
-        reference = engine.trusted.reference(task)
+        reference = engine.trusted.reference(task, outputs=False)  # the child makes them
         reference_s = round(time.monotonic() - lap, 4)
         job = _job(engine, task, [programs[i] for i in todo], reference)
         outcome, result = engine.pool.run("tree_batch", job, engine.settings.timeout_s * (1 + len(todo)))
@@ -52,7 +52,8 @@ def verify_batch(engine: Engine, task: Task, programs: list[Program]) -> list[Ve
         # each verdict's share of what the batch paid once (the reference's wait, the child's setup)
         share = {"reference": round(reference_s / len(todo), 4),
                  "batch.setup": round(result["setup_s"] / len(todo), 4),
-                 "batch.setup_wait": round(result.get("setup_wait_s", 0.0) / len(todo), 4)}
+                 "batch.setup_wait": round(result.get("setup_wait_s", 0.0) / len(todo), 4),
+                 "batch.setup_host": round(result.get("setup_host_s", 0.0) / len(todo), 4)}
         for i, report in zip(todo, result["results"], strict=True):
             verdicts[i] = _verdict(engine, task, reference, report, share)
     wall = (time.monotonic() - started) / len(programs)  # each verdict's share of the batch

@@ -73,15 +73,29 @@ def tensor_summary(tensor: torch.Tensor) -> list[Any]:
     return [list(tensor.shape), str(tensor.dtype), total, nan, posinf, neginf]
 
 
-def load_inputs(inputs_path: str, device: str, timing_only: bool = False) -> dict[str, Any]:
+def load_inputs(inputs_path: str, device: str, timing_only: bool = False,
+                alone: bool = False) -> dict[str, Any]:
     """The saved cases with their inputs regenerated (all, or the timing sets'), checked against the
     reference's fingerprints. Runs before any candidate code is imported, so the inputs are pristine.
-    They stay on the device if all of them fit its share (RESIDENT_SHARE); else every case is parked."""
-    data = torch.load(inputs_path, weights_only=True)
+    They stay on the device if all of them fit its share (RESIDENT_SHARE); else every case is parked.
+    `alone`: a job that has the GPU to itself while it lives (one-GPU mode's locked jobs): its inputs
+    stay if they fit half the memory free now (its_room), not the share split between the workers."""
+    return regenerate(read_inputs(inputs_path), device, timing_only, alone)
+
+
+def read_inputs(inputs_path: str) -> dict[str, Any]:
+    """The saved cases (seeds, sizes, fingerprints) as the reference job wrote them: host work only,
+    which one-GPU mode does before it takes the GPU's lock (trusted_batch.py)."""
+    return torch.load(inputs_path, weights_only=True)
+
+
+def regenerate(data: dict[str, Any], device: str, timing_only: bool = False,
+               alone: bool = False) -> dict[str, Any]:
+    """load_inputs on cases already read (read_inputs)."""
     task = Task(name=data["task_name"], source=data["task_source"])
     wanted = [i for i in range(len(data["cases"])) if not timing_only or i in data["timing"]["sets"]]
     total = sum(fingerprint_bytes(data["cases"][i]["fingerprint"]) for i in wanted)
-    resident = total <= resident_budget(device)
+    resident = total <= (its_room(device) if alone else resident_budget(device))
     for index in wanted:
         case = data["cases"][index]
         case["inputs"] = case_inputs(task, case, device)
@@ -136,7 +150,25 @@ def jobs_per_gpu() -> int:
     return max(1, int(os.environ.get(JOBS_PER_GPU_ENV) or 1))
 
 
+def locked_jobs() -> int:
+    """The jobs whose working memory (a call's copies and outputs, a timing's buffers) is on this GPU
+    at once: in one-GPU mode 1, since that memory is taken and given back under the GPU's lock
+    (trusted_batch.py empties its cache before the lock goes; a locked job's child ends); the other
+    jobs' resident data is already out of the free memory it is measured against. Else jobs_per_gpu."""
+    return 1 if one_gpu_mode() else jobs_per_gpu()
+
+
+def one_gpu_mode() -> bool:
+    return os.environ.get(GPU_LOCK_ENV) == "1"
+
+
+def its_room(device: str) -> float:
+    """Bytes a job that has the GPU to itself may keep there: TIMING_FREE_SHARE of its free memory."""
+    return TIMING_FREE_SHARE * free_bytes(device) if device.startswith("cuda") else float("inf")
+
+
 JOBS_PER_GPU_ENV = "MTMC_JOBS_PER_GPU"  # set in a shared-mode worker's environment (verifier.py)
+GPU_LOCK_ENV = "MTMC_GPU_LOCK"  # "1" in a one-GPU-mode worker's environment (verifier.py)
 
 
 def _parked(inputs: list[Any]) -> list[Any]:
@@ -260,7 +292,7 @@ def one_timing_set_fits(set_bytes: list[int], out_bytes: int, free: float) -> bo
     3x its outputs, within TIMING_FREE_SHARE of the `free` bytes this job may take."""
     if len(set_bytes) != 1:
         return False  # several sets stay parked: 76_'s three (26 GB) ran a job out of memory
-    return 2 * set_bytes[0] + 3 * out_bytes <= TIMING_FREE_SHARE * free / jobs_per_gpu()
+    return 2 * set_bytes[0] + 3 * out_bytes <= TIMING_FREE_SHARE * free / locked_jobs()
 
 
 def free_bytes(device: str) -> int:

@@ -18,8 +18,10 @@ without the pass. What the pass cannot hold back is torch's own work in the forw
 layout copies: microseconds; the verifier refuses PyTorch compute), which runs on the GPU outside
 the lock; its values are garbage, and nothing of it is kept.
 
-The pass is best effort: a forward that fails on garbage values, or a Triton without these seams,
-only leaves its compiles to the locked run (slower, never different: the locked run is the verdict).
+The pass is best effort: a forward that fails on garbage values, a size whose stand-ins find no room
+(STAND_IN_FREE_SHARE), or a Triton without these seams only leaves its compiles to the locked run
+(slower, never different: the locked run is the verdict); the verdict names each such size
+(`Pass.note`, a flag of the row), so a run's rows show what compiled where.
 """
 
 from __future__ import annotations
@@ -27,8 +29,10 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -85,25 +89,86 @@ def stand_ins(inputs: list[Any], device: str) -> list[Any]:
             if isinstance(t, torch.Tensor) else t for t in inputs]
 
 
+# The share of the GPU's free memory one program's stand-ins (its inputs, and the outputs its forward
+# allocates) may take. Why a share of what is free, not of the whole GPU split between the workers (the
+# resident share, 1.5 GiB a job of 12 on an H200): that skipped every built-in task of 2 GiB a case, whose
+# compiles (~8 s) then ran under the lock (2026-11-28, one H200). Why a quarter: the jobs that compile at
+# once (each starts when its last program leaves the lock: a few at a time) must leave room for the
+# locked job's copies and outputs, which would fail its program if they found none.
+STAND_IN_FREE_SHARE = 0.25
+
+
+@dataclass
+class Pass:
+    """What a compile pass did: the distinct sizes, those compiled, and why the others were left to the
+    locked run (`left`, one line each), which the program's verdict carries (trusted_batch.py)."""
+
+    sizes: int = 0
+    compiled: int = 0
+    left: list[str] = field(default_factory=list)
+
+    @property
+    def note(self) -> str:
+        """"" when every size compiled here, else a flag for the row: what ran under the lock, and why."""
+        if not self.left:
+            return ""
+        return (f"compile_pass: {self.sizes - self.compiled} of {self.sizes} sizes compiled under the lock "
+                f"({'; '.join(self.left)})")
+
+
+def stand_in_room(device: str) -> float:
+    """Bytes one program's stand-ins may take now: STAND_IN_FREE_SHARE of the GPU's free memory."""
+    from mtmc.verify.case_io import free_bytes  # (case_io imports the verifier's task machinery)
+
+    return STAND_IN_FREE_SHARE * free_bytes(device)
+
+
 def compile_cases(forward: Callable[[dict[str, Any], list[Any]], Any], cases: list[dict[str, Any]],
-                  device: str, budget_bytes: float) -> int:
+                  device: str, room: Callable[[str], float]) -> Pass:
     """`forward(case, inputs)` once per distinct size of `cases` (the same sizes compile the same
-    kernels) under compile_only, on stand-ins; a size whose inputs exceed `budget_bytes` is left to
-    the locked run (its stand-ins would take device memory another job may need). Returns the sizes
-    compiled; a failure ends the pass quietly (see the module docstring)."""
+    kernels) under compile_only, on stand-ins; a size whose stand-ins (its inputs, and its outputs from
+    `out_meta` where the case has it) exceed `room(device)` bytes is left to the locked run (they would
+    take device memory the locked job may need). A failure ends the pass (see the module docstring);
+    each size left is logged and named in the result's `left`."""
     done: set[str] = set()
+    report = Pass(sizes=len({_key(case) for case in cases}))
     with compile_only() as active:
         if not active:
-            return 0
-        for case in cases:
-            key = json.dumps(case["sizes"], sort_keys=True, default=str)
-            nbytes = sum(t.nbytes for t in case["inputs"] if isinstance(t, torch.Tensor))
-            if key in done or nbytes > budget_bytes:
+            report.left.append("this Triton's JITFunction.run takes no warmup")
+            return _logged(report)
+        for index, case in enumerate(cases):
+            key = _key(case)
+            if key in done:
+                continue
+            done.add(key)
+            need, free = _stand_in_bytes(case), room(device)
+            if need > free:
+                report.left.append(f"case {index}: stand-ins {need / 2**30:.2f} GiB over the room "
+                                   f"{free / 2**30:.2f} GiB")
                 continue
             try:
                 forward(case, stand_ins(case["inputs"], device))
             except Exception as err:  # noqa: BLE001  (garbage values may fail a forward: see above)
-                log.debug("compile pass stopped: %s: %s", type(err).__name__, err)
+                report.left.append(f"stopped at case {index}: {type(err).__name__}: {str(err)[:120]}")
                 break
-            done.add(key)
-    return len(done)
+            report.compiled += 1
+    return _logged(report)
+
+
+def _key(case: dict[str, Any]) -> str:
+    return json.dumps(case["sizes"], sort_keys=True, default=str)
+
+
+def _stand_in_bytes(case: dict[str, Any]) -> int:
+    """The inputs' bytes, and the outputs' (the forward allocates them: torch.empty runs, the kernels
+    that would fill them do not)."""
+    inputs = sum(t.nbytes for t in case["inputs"] if isinstance(t, torch.Tensor))
+    outputs = sum(math.prod(shape) * getattr(torch, dtype.removeprefix("torch.")).itemsize
+                  for shape, dtype in case.get("out_meta") or [])
+    return inputs + outputs
+
+
+def _logged(report: Pass) -> Pass:
+    if report.left:  # INFO: a run's log shows why a program compiled under the lock
+        log.info("%s", report.note)
+    return report

@@ -8,6 +8,7 @@ time, on other workers (a verifier with several workers judges several tasks at 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import random
 import threading
@@ -38,25 +39,31 @@ class TrustedRuns:
         self.base_seed = base_seed
         self._size_rng = random.Random(settings.seed) if settings.seed is not None else random.SystemRandom()
         self._references: OrderedDict[str, Reference] = OrderedDict()
+        self._outlines: dict[str, Reference] = {}  # references let go of, without their outputs
         self._baselines: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()  # the tables above; each task's jobs have their own (_task_lock)
         self._task_locks: dict[tuple[str, str], threading.Lock] = {}
 
-    def reference(self, task: Task) -> Reference:
-        """The task's reference outputs on every case (made once, kept for the latest tasks)."""
+    def reference(self, task: Task, outputs: bool = True) -> Reference:
+        """The task's reference outputs on every case (made once, kept for the latest tasks).
+        `outputs=False` (trusted batches, which make the outputs in their own child): a task whose
+        outputs were let go is not run again; its outline serves (outline())."""
         key = hashlib.sha256(task.source.encode()).hexdigest()
         with self._task_lock("reference", key):  # each task's once; other tasks' at the same time
             with self._lock:
                 if key in self._references:
                     self._references.move_to_end(key)
                     return self._references[key]
+                if not outputs and key in self._outlines:
+                    return self._outlines[key]
             reference = self._new_reference(task, key)
             with self._lock:
                 self._references[key] = reference
                 while len(self._references) > 1 and (
                         len(self._references) > REFERENCES_KEPT
                         or sum(r.nbytes for r in self._references.values()) > REFERENCE_BYTES_KEPT):
-                    self._references.popitem(last=False)
+                    gone, dropped = self._references.popitem(last=False)
+                    self._outlines[gone] = outline(dropped)
             return reference
 
     def _new_reference(self, task: Task, key: str) -> Reference:
@@ -210,6 +217,16 @@ class TrustedRuns:
         return {"eager_ms": timings["eager"]["reported_ms"],
                 "compiled_ms": timings.get("compiled", {}).get("reported_ms"), "flags": flags,
                 "backend_flags": result.get("backend_flags", {}), "phases_s": result.get("phases_s") or {}}
+
+
+def outline(reference: Reference) -> Reference:
+    """The reference without its outputs: its cases, inputs file, error floors and flags, all that a
+    trusted batch needs of it (batch.py; the batch's child makes the outputs itself). Why: the built-in
+    suite's outputs are 2-4 GiB a task, so 16 GiB (REFERENCE_BYTES_KEPT) keep 4-8 of 41 tasks, and a
+    tree's level 1 came back to tasks let go at level 0: each ran its reference job again, whole
+    under one-GPU mode's lock (~1.3 s of the GPU each, 2026-11-28), to make outputs nobody read."""
+    expected = [{**e, "outputs": []} for e in reference.expected]
+    return dataclasses.replace(reference, expected=expected, timing_expected=None)
 
 
 def _reference(args: dict[str, Any], result: dict[str, Any]) -> Reference:

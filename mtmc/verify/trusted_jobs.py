@@ -17,6 +17,7 @@ from mtmc.verify.case_io import (
     as_list,
     default_backend_flags,
     load_inputs,
+    one_gpu_mode,
     reference_model,
     timing_sets,
     to_device,
@@ -64,7 +65,10 @@ def _baseline(task_name: str, task_source: str, inputs_path: str, timing: dict[s
         clock.lap("gate")
         if word != overlap.GO:
             return {"aborted": True, "phases_s": clock.phases}
-    data = load_inputs(inputs_path, "cuda", timing_only=True)
+    # one-GPU mode: this job runs whole under the GPU's lock, so it has the GPU to itself and its
+    # inputs stay there if they fit its free memory (a 2-4 GiB set parked by the workers' split share
+    # crossed PCIe at every call: 5 s of the baselines' timing on an H200, 2026-11-28)
+    data = load_inputs(inputs_path, "cuda", timing_only=True, alone=one_gpu_mode())
     case = data["cases"][data["timing"]["case"]]
     if early is not None and not overlap.same_case(early, case):
         early = None  # never expected: the main process drew both from one plan

@@ -20,7 +20,7 @@ from mtmc.program import Program
 from mtmc.tasks import Task
 from mtmc.verify import timing_gpu
 from mtmc.verify.batch import verify_batch
-from mtmc.verify.case_io import JOBS_PER_GPU_ENV, RESIDENT_SHARE, RESIDENT_SHARE_ENV
+from mtmc.verify.case_io import GPU_LOCK_ENV, JOBS_PER_GPU_ENV, RESIDENT_SHARE, RESIDENT_SHARE_ENV
 from mtmc.verify.engine import (  # noqa: F401  (re-exported: callers import them from here)
     FULL_ISOLATION,
     INTERPRETER_DEVICE,
@@ -158,7 +158,8 @@ class LocalVerifier(_EngineVerifier):
                             tf32_follows_eager=tf32_follows_eager)
         envs = [_worker_env({"TRITON_INTERPRET": None, "CUDA_VISIBLE_DEVICES": devices,
                              JOBS_PER_GPU_ENV: str(workers_per_gpu),
-                             RESIDENT_SHARE_ENV: str(resident_share)}) for devices, _ in layout]
+                             RESIDENT_SHARE_ENV: str(resident_share),
+                             GPU_LOCK_ENV: "1" if gpu_lock else None}) for devices, _ in layout]
         pool = WorkerPool("cuda", envs, memory_limit_gb, None, [group for _, group in layout],
                           shared_compile_cache, overlap_baselines, gpu_lock)  # lanes (overlap.py)
         self.engine = Engine(pool, settings, "cuda", cache_path)

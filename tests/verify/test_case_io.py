@@ -208,3 +208,40 @@ def test_the_resident_share_is_the_workers_setting_else_the_default(monkeypatch)
     assert case_io.resident_share() == case_io.RESIDENT_SHARE
     monkeypatch.setenv(case_io.RESIDENT_SHARE_ENV, "0.5")
     assert case_io.resident_share() == 0.5
+
+
+def test_in_one_gpu_mode_a_lone_timing_set_is_measured_against_the_gpu_not_a_workers_split(monkeypatch):
+    """One-GPU mode: the timing's working memory is taken and given back under the GPU's lock, so the
+    workers' count does not divide the free memory (the others' resident data is already out of it);
+    a 2 GiB set of a built-in task stays on the device beside 12 workers (it was parked, and crossed
+    PCIe at every timed call: 4-8 s of timing on an H200, 2026-11-28)."""
+    gib = 2**30
+    monkeypatch.setenv(case_io.JOBS_PER_GPU_ENV, "12")
+    monkeypatch.delenv(case_io.GPU_LOCK_ENV, raising=False)
+    assert case_io.locked_jobs() == 12 and not case_io.one_timing_set_fits([2 * gib], 2 * gib, 60 * gib)
+    monkeypatch.setenv(case_io.GPU_LOCK_ENV, "1")
+    assert case_io.locked_jobs() == 1 and case_io.one_timing_set_fits([2 * gib], 2 * gib, 60 * gib)
+    assert not case_io.one_timing_set_fits([2 * gib], 2 * gib, 20 * gib - 1)  # 10 GiB past half
+
+
+def test_a_job_alone_on_the_gpu_keeps_inputs_that_fit_its_free_memory(tmp_path, monkeypatch):
+    """load_inputs(alone=True), one-GPU mode's baseline job (whole under the lock): resident if the
+    inputs fit half the free memory (its_room), whatever the workers' split share says."""
+    task = Task(name="specials", source=SPECIALS_SOURCE)
+    path = str(tmp_path / "inputs.pt")
+    reference(task.name, task.source, [{"sizes": {}, "model_seed": 0, "input_seed": 1}], "cpu", path, None)
+    one_case = 5 * 7 * (4 + 1)
+    parked = []
+    monkeypatch.setattr(case_io, "_parked", lambda inputs: parked.append(inputs) or inputs)
+    monkeypatch.setattr(case_io, "resident_budget", lambda device: 0)
+    monkeypatch.setattr(case_io, "its_room", lambda device: one_case)
+    load_inputs(path, "cpu", alone=True)
+    assert parked == []
+    load_inputs(path, "cpu")  # the split share: parked
+    assert len(parked) == 1
+    monkeypatch.setattr(case_io, "its_room", lambda device: one_case - 1)
+    load_inputs(path, "cpu", alone=True)
+    assert len(parked) == 2
+    monkeypatch.undo()
+    monkeypatch.setattr(case_io, "free_bytes", lambda device: 4 * 2**30)
+    assert case_io.its_room("cuda") == 2 * 2**30 and case_io.its_room("cpu") == float("inf")

@@ -94,8 +94,12 @@ def test_a_programs_compiles_come_before_the_lock_and_its_cases_and_timing_under
     events = []
     monkeypatch.setattr(trusted_batch, "import_candidate", lambda path, digest: object())
     monkeypatch.setattr(trusted_batch, "resident_budget", lambda device: 1e9)
-    monkeypatch.setattr(trusted_batch.compile_pass, "compile_cases",
-                        lambda *a: events.append(("compile", held_elsewhere(lock))))
+
+    def compiles(forward, cases, device, room):
+        events.append(("compile", held_elsewhere(lock)))
+        return compile_pass.Pass(sizes=2, compiled=1, left=["case 1: stand-ins 4.00 GiB over the room"])
+
+    monkeypatch.setattr(trusted_batch.compile_pass, "compile_cases", compiles)
 
     def cases(*a):
         events.append(("cases", held_elsewhere(lock)))
@@ -112,6 +116,9 @@ def test_a_programs_compiles_come_before_the_lock_and_its_cases_and_timing_under
                                       {}, trusted_batch._Locks(lock, None))
     assert events == [("compile", False), ("cases", True), ("timing", True, None)]
     assert {"compile", "cases", "lock_wait"} <= set(result["phases_s"])
+    # what compiled under the lock, and why, is a flag of the program's row
+    assert result["flags"] == ["compile_pass: 1 of 2 sizes compiled under the lock (case 1: stand-ins "
+                               "4.00 GiB over the room)"]
     events.clear()  # without the lock (shared or exclusive mode): no compile pass, as before
     trusted_batch._judge_one({"source": "", "digest": "d"}, {"cases": []}, [], None, "cuda", True, {},
                              trusted_batch._Locks(None, "/timing"))
@@ -153,26 +160,82 @@ def test_compile_only_turns_each_launch_into_a_compile_and_autotunes_nothing(mon
     assert calls[-1][1]["warmup"] is False
 
 
-def test_the_compile_pass_runs_each_size_once_on_stand_ins_within_the_budget():
+def test_the_compile_pass_runs_each_size_once_on_stand_ins_within_the_room():
+    """Each distinct size once; a size whose stand-ins (its inputs and, from out_meta, the outputs its
+    forward allocates) exceed the room is left to the locked run, and said so (Pass.note)."""
     x = torch.arange(6.0).reshape(2, 3).t()
     cases = [{"sizes": {"N": 2}, "inputs": [x, 3]}, {"sizes": {"N": 2}, "inputs": [x, 3]},
-             {"sizes": {"N": 4}, "inputs": [torch.zeros(1000)]}, {"sizes": {"N": 5}, "inputs": [x]}]
-    seen = []
+             {"sizes": {"N": 4}, "inputs": [torch.zeros(10)], "out_meta": [[[25], "torch.float32"]]},
+             {"sizes": {"N": 5}, "inputs": [x]}]
+    seen, rooms = [], []
 
     def forward(case, inputs):
         seen.append((case["sizes"]["N"], inputs))
 
-    assert compile_pass.compile_cases(forward, cases, "cpu", budget_bytes=100) == 2  # N=4: 4000 bytes
+    def room(device):
+        rooms.append(device)
+        return 100  # N=4: 40 bytes of inputs, 100 of outputs
+
+    done = compile_pass.compile_cases(forward, cases, "cpu", room)
+    assert (done.sizes, done.compiled) == (3, 2) and rooms == ["cpu"] * 3  # asked at each size: it moves
     assert [n for n, _ in seen] == [2, 5]
+    assert done.note == "compile_pass: 1 of 3 sizes compiled under the lock (case 2: stand-ins 0.00 GiB " \
+                        "over the room 0.00 GiB)"
     stand_in = seen[0][1][0]
     assert stand_in.shape == x.shape and stand_in.stride() == x.stride()
     assert stand_in.data_ptr() != x.data_ptr()
     assert seen[0][1][1] == 3
+    assert compile_pass.compile_cases(forward, cases, "cpu", lambda d: 140).note == ""  # room for all
 
     def fails(case, inputs):
         raise RuntimeError("garbage values")
 
-    assert compile_pass.compile_cases(fails, cases, "cpu", budget_bytes=1e9) == 0  # quietly
+    stopped = compile_pass.compile_cases(fails, cases, "cpu", lambda d: 1e9)
+    assert stopped.compiled == 0 and stopped.left == ["stopped at case 0: RuntimeError: garbage values"]
+
+
+def test_the_room_for_stand_ins_is_a_quarter_of_the_free_memory(monkeypatch):
+    from mtmc.verify import case_io
+
+    monkeypatch.setattr(case_io, "free_bytes", lambda device: 40 * 2**30)
+    assert compile_pass.stand_in_room("cuda") == 10 * 2**30
+
+
+def test_a_batchs_setup_reads_and_opens_the_device_before_the_lock_and_makes_data_under_it(
+        tmp_path, monkeypatch):
+    """The host work of a batch's setup (the saved cases, the task, CUDA's context) is done before the
+    lock is asked for; the inputs and the reference's outputs are made under it."""
+    from tests.tree.fakes import tiny_task
+
+    lock = timing_gpu.lock_file(tmp_path, 0)
+    events = []
+    monkeypatch.setattr(trusted_batch, "read_inputs",
+                        lambda path: events.append(("read", held_elsewhere(lock))) or {"cases": []})
+    monkeypatch.setattr(trusted_batch, "_open_device",
+                        lambda device, gpu_lock: events.append(("open", held_elsewhere(lock), gpu_lock)))
+    monkeypatch.setattr(trusted_batch, "regenerate",
+                        lambda saved, device: events.append(("inputs", held_elsewhere(lock))) or saved)
+    monkeypatch.setattr(trusted_batch, "_expected",
+                        lambda *a: events.append(("expected", held_elsewhere(lock))) or [])
+    monkeypatch.setattr(trusted_batch, "resident_budget", lambda device: 1e9)
+    task = tiny_task()
+    result = trusted_batch.tree_batch(task.name, task.source, "/inputs.pt", "cpu", [], [], False, False, {},
+                                      gpu_lock=lock)
+    assert events == [("read", False), ("open", False, lock), ("inputs", True), ("expected", True)]
+    assert {"setup_s", "setup_wait_s", "setup_host_s"} <= set(result)
+
+
+def test_in_one_gpu_mode_the_reference_outputs_keep_to_what_the_inputs_leave_of_the_share(monkeypatch):
+    """One-GPU mode raises the resident share to hold a job's inputs and outputs together
+    (tree_one_gpu.sh): the outputs get what the inputs on the device leave of it. Other modes: the
+    share for the outputs alone, as before."""
+    monkeypatch.setattr(trusted_batch, "resident_budget", lambda device: 1000.0)
+    on_device = torch.empty(100, device="meta")  # 400 bytes on a "device"; host tensors do not count
+    data = {"cases": [{"inputs": [on_device, 3]}, {"inputs": [torch.zeros(100)]}]}
+    assert trusted_batch._outputs_room(data, "cuda", "/lock") == 600.0
+    assert trusted_batch._outputs_room(data, "cuda", None) == 1000.0
+    data["cases"][1]["inputs"] = [on_device, on_device, on_device]
+    assert trusted_batch._outputs_room(data, "cuda", "/lock") == 0.0
 
 
 class _Engine:

@@ -171,3 +171,25 @@ def test_a_case_whose_inputs_pass_the_budget_takes_the_large_case_plan(tmp_path)
     assert reference.timing_sets == [0]  # the full-size case is the one timed
     assert "16.0 GiB of inputs a case, over the 4 GiB budget" in reference.plan
     assert any(f.startswith("large_case_plan: ") for f in reference.flags)
+
+
+def test_a_trusted_batch_gets_the_outline_of_a_reference_let_go_and_the_full_protocol_a_new_one(
+        tmp_path, monkeypatch):
+    """Past REFERENCES_KEPT the oldest task's outputs are let go; a trusted batch (outputs=False),
+    whose child makes them itself, then gets the reference's outline (cases, inputs file, floors)
+    and no reference job runs again; the full protocol (outputs=True) runs it again for its outputs."""
+    from mtmc.verify import trusted as trusted_module
+
+    monkeypatch.setattr(trusted_module, "REFERENCES_KEPT", 1)
+    runs = trusted(MeetingPool(tmp_path, meet=1))
+    first, second = load_task(TASKS / "softmax.py"), load_task(TASKS / "pointwise.py")
+    made = runs.reference(first)
+    made.expected[0]["reference_errors"] = [0.5]
+    runs.reference(second)  # the first one's outputs go
+    outline = runs.reference(first, outputs=False)
+    assert runs.pool.jobs == ["reference", "reference"]
+    assert outline is not made and outline.inputs_path == made.inputs_path and outline.cases == made.cases
+    assert outline.expected[0]["outputs"] == [] and outline.expected[0]["reference_errors"] == [0.5]
+    assert outline.timing_expected is None and outline.nbytes == 0
+    runs.reference(first)  # with its outputs: made again
+    assert runs.pool.jobs == ["reference"] * 3

@@ -127,13 +127,17 @@ def test_local_verifier_hands_its_resident_share_to_every_worker(monkeypatch):
             pools.append(envs)
 
     two_gpus = ([("0", None), ("1", None)], "")
-    monkeypatch.setattr(verifier_module, "_gpu_layout", lambda gpus, per_gpu, timing, gpu_lock: two_gpus)
+    monkeypatch.setattr(verifier_module, "_gpu_layout", lambda gpus, per_gpu, timing, lock: two_gpus)
     monkeypatch.setattr(verifier_module, "WorkerPool", FakePool)
     monkeypatch.setattr(verifier_module, "Engine", lambda pool, settings, device, cache: None)
+    monkeypatch.setenv("MTMC_GPU_LOCK", "1")  # left by someone: not inherited outside one-GPU mode
     verifier_module.LocalVerifier(resident_share=0.5)
     assert [env["MTMC_RESIDENT_SHARE"] for env in pools[0]] == ["0.5", "0.5"]
+    assert "MTMC_GPU_LOCK" not in pools[0][0]
     verifier_module.LocalVerifier()
     assert pools[1][0]["MTMC_RESIDENT_SHARE"] == "0.125"  # case_io.RESIDENT_SHARE by default
+    verifier_module.LocalVerifier(gpu_lock=True, workers_per_gpu=12)  # case_io.one_gpu_mode reads it
+    assert [env["MTMC_GPU_LOCK"] for env in pools[2]] == ["1", "1"]
     with pytest.raises(ValueError, match="resident_share=1.5"):
         verifier_module.LocalVerifier(resident_share=1.5)
 
