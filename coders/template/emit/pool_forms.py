@@ -154,10 +154,13 @@ def slide_in_port(kernel: Kernel) -> bool:
     slide 2, strip 128, 4 warps took 42's MaxPool2d k4 s1 p1 from 5.97 ms (the ring, strip 512;
     23.8% of the floor) to 3.33 ms (42.6%; slide 4 and 8 ran 3.39 and 3.31, the ring at strip 128
     7.16), and 46's AvgPool3d k3 s2 p1 from 4.42 ms (72.2%) to 3.42 ms (93.4%; slide 4 3.40, slide 8
-    4.44). The dilated pools stay off it (and in the flat form): 43's MaxPool3d d3 ran 3.87 ms
-    against the port's 3.62 (slide 8, strip 256, 8 warps: 16.6), 41's MaxPool1d d3 3.80 against 3.78.
-    Not probed, so unchanged: 1-D pools (44's AvgPool1d k8 s1), whose rows are independent (no
-    queue), and windows that share no rows (45's AvgPool2d k11 s11, 93% of the floor in the ring)."""
+    4.44). On an H200 the same form ran 46 at 81.3% (2026-11-29-pool) and 81.6% (2026-11-30-pool),
+    and 46 no longer takes it: shift_in_port's sh2-128-w2-s2 (85.5%, 86.9%) goes first. The dilated
+    pools stay off this rule (the flat form, where shift_in_port and sep_in_port do not take them):
+    43's MaxPool3d d3 ran 3.87 ms against the flat form's 3.62 (slide 8, strip 256, 8 warps: 16.6),
+    41's MaxPool1d d3 3.80 against 3.78. Not probed, so unchanged: 1-D pools (44's AvgPool1d k8 s1),
+    whose rows are independent (no queue), and windows that share no rows (45's AvgPool2d k11 s11, 93%
+    of the floor in the ring)."""
     fixed = kernel.space.get("fixed")
     if not fixed or kernel.space["nd"] < 2 or any(d != 1 for d in fixed.get("dilation", [1])):
         return False
