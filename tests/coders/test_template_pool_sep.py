@@ -1,7 +1,8 @@
-"""The slide's separated taps (config `sep`, coders/template/emit/pool_sep.py; a probe key, off in the
-port) against PyTorch on the CPU interpreter, at small odd sizes: 43's and 46's windows and 2-D ones,
-bands that end inside a step, a fused prologue and epilogue, NaNs, 64-bit indices, and run-time
-windows or rows where SEP is off (the slide's own path)."""
+"""The slide's separated taps (config `sep`, coders/template/emit/pool_sep.py; the port's on 43's window
+only, pool_forms.sep_in_port) against PyTorch on the CPU interpreter, at small odd sizes: 43's and 46's
+windows and 2-D ones, bands that end inside a step, a fused prologue and epilogue, NaNs, 64-bit indices,
+and run-time windows or rows where SEP is off (the slide's own path); the port's separated taps on 43's
+window and its old forms outside the rule."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import torch
 
 from coders.template.emit import pool_sep
 from coders.template.emit.module import generate
+from coders.template.emit.pool_forms import SEP_CONFIG, SHIFT_CONFIGS
 from coders.template.ir import ProgramIR
 from mtmc.strategies import PORT
 from tests.coders.test_template import check_module, import_program
@@ -93,7 +95,7 @@ def test_sep_off_where_the_run_time_window_does_not_fit(run, tmp_path):
         torch.testing.assert_close(model(x), torch.nn.functional.max_pool2d(x, k, s, p, d, ceil))
 
 
-def test_sep_is_off_in_the_port_and_where_it_does_not_apply():
+def test_sep_is_off_where_it_does_not_apply():
     task = pool_task("nn.MaxPool2d(3, 1, 1)")
     assert "tl.gather" not in coder.apply(task, None, PORT).source
     (kernel,) = kernels(formed(task, ["tile BLOCK_N=8"]))
@@ -107,3 +109,46 @@ def test_sep_is_off_in_the_port_and_where_it_does_not_apply():
     (kernel,) = kernels(formed(task, ["tile BLOCK_N=8"]))
     kernel.config.update(slide=2, sep=1)
     assert not pool_sep.is_sep(kernel)
+
+
+# the port's separated taps (pool_forms.sep_in_port): 43's window (k3 s2 p1 d3) at small odd sizes whose
+# output rows fit the strip of 64 (33 to 64 wide) and input rows its 128 columns: 34 and 62 wide
+PORT_SEP_43 = ((1, 3, 9, 11, 71), (2, 1, 8, 13, 127))
+
+
+def test_port_takes_sep_on_43s_window(tmp_path):
+    task = pool_task("nn.MaxPool3d(3, stride=2, padding=1, dilation=3)", nd=3, shapes=PORT_SEP_43)
+    program = coder.apply(task, None, PORT)
+    (kernel,) = kernels(program)
+    assert {k: kernel.config.get(k) for k in SEP_CONFIG} == SEP_CONFIG and pool_sep.is_sep(kernel)
+    assert kernel.config["form"] == "rows" and "shift" not in kernel.config
+    assert "tl.gather(win_sep" in program.source
+    # SEP on at every size (not the slide's own path), and the max exact
+    source = re.sub(r"SEP=(.*),\n", r"SEP=_sep_on(\1),\n", program.source)
+    source += "\n\ndef _sep_on(on):\n    assert on, 'SEP is off'\n    return on\n"
+    module_ = import_program(source, tmp_path, "port43")
+    for sizes in task.sizes("cpu"):
+        x = task.make_inputs(seed=1, sizes=sizes)[0]
+        with torch.no_grad():
+            expected, got = task.make_model(sizes=sizes)(x), module_.ModelNew()(x)
+        assert got.shape == expected.shape and torch.equal(got, expected)
+
+
+@pytest.mark.parametrize("module, shape, form", [
+    ("nn.MaxPool3d(3, stride=2, padding=1, dilation=3)", (1, 3, 9, 9, 200), "flat"),  # 98 wide
+    ("nn.MaxPool3d(3, stride=2, padding=1, dilation=3)", (1, 3, 9, 9, 61), "flat"),  # 29 wide
+    ("nn.MaxPool3d(3, stride=2, padding=1, dilation=3)", (1, 3, 9, 9, 130), "3d-dilated"),  # input > 128
+    ("nn.MaxPool3d(3, stride=2, padding=1, dilation=3, ceil_mode=True)", (1, 3, 9, 9, 71), "3d-dilated"),
+    ("nn.MaxPool3d(3, stride=2, padding=1, dilation=2)", (1, 3, 9, 9, 71), "3d-dilated"),  # 35 wide
+    ("nn.MaxPool3d(3, stride=2, padding=0, dilation=3)", (1, 3, 9, 9, 71), "3d-dilated"),  # 33 wide
+    ("nn.AvgPool3d(3, stride=2, padding=1)", (1, 3, 5, 7, 129), "3d-128"),  # 46's
+])
+def test_port_keeps_its_forms_outside_sep_rule(module, shape, form):
+    task = pool_task(module, nd=3, shapes=(shape, shape))
+    program = coder.apply(task, None, PORT)
+    (kernel,) = kernels(program)
+    assert "sep" not in kernel.config and "tl.gather" not in program.source
+    if form == "flat":
+        assert kernel.config.get("form", "flat") == "flat"
+    else:
+        assert {k: kernel.config.get(k) for k in SHIFT_CONFIGS[form]} == SHIFT_CONFIGS[form]

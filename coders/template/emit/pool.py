@@ -22,7 +22,10 @@ Three forms, chosen by the kernel's config (`form`; the menu's `tile` and `vecto
   aligned 128-bit chunks of the input row: the port's where the 2026-11-28 probe measured them win
   (pool_forms.shift_in_port: on an H100, h100-shift.log, KernelBench 41 56.8 -> 94.2% of the memory
   floor, 44 67.6 -> 94.4, 42 42.6 -> 89.4, 43 43.7 -> 69.3), which takes precedence over the slide's
-  strip of 128 and the dilated windows' flat form.
+  strip of 128 and the dilated windows' flat form. The slide's separated taps (config `sep`,
+  emit/pool_sep.py) take the depth and row taps over whole input rows and the last dim's once per
+  output row: the port's on 43's window only (pool_forms.sep_in_port: on an H200, the 2026-11-30
+  probe, 54.2 -> 93.1%), ahead of the shift.
 
 Along
 each pooled dim j an element's window starts at `oi * stride - padding` and has KS{j} taps `dilation`

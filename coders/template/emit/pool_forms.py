@@ -30,6 +30,9 @@ SHIFT_CONFIGS = {"1d": {"BLOCK_N": 2048, "num_warps": 8, "shift": 8},
                  "2d": {"BLOCK_N": 512, "num_warps": 4, "shift": 4, "slide": 2},
                  "3d-dilated": {"BLOCK_N": 64, "num_warps": 1, "shift": 2, "slide": 2},
                  "3d-128": {"BLOCK_N": 128, "num_warps": 2, "shift": 2, "slide": 2}}
+# the port's separated taps (sep_in_port; emit/pool_sep.py): 2026-11-30-pool's sep-64-w2-s2 on 43's
+# window (the slide, strip 64, 2 warps, 2 output rows a step)
+SEP_CONFIG = {"BLOCK_N": 64, "num_warps": 2, "slide": 2, "sep": 1}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -110,8 +113,9 @@ def form_steps(kernel: Kernel) -> list[Strategy]:
 
 
 def port_config(kernel: Kernel) -> dict:
-    """The port's configuration of a pool kernel: the rows form with shifted taps where the probe
-    measured them win (`shift_in_port`), else the rows form where it applies and the window is not
+    """The port's configuration of a pool kernel: the slide with separated taps on 43's window
+    (`sep_in_port`), else the rows form with shifted taps where the probe measured them win
+    (`shift_in_port`), else the rows form where it applies and the window is not
     dilated (with the slide where windows share rows above 1-D: `slide_in_port`), else the flat
     form.
 
@@ -124,6 +128,8 @@ def port_config(kernel: Kernel) -> dict:
     dilation 3) it ran at 0.69x and 0.35x of the flat form, which they keep. Vector taps stay a
     menu step (`vectorize`)."""
     fixed = kernel.space.get("fixed") or {}
+    if sep_in_port(kernel):
+        return {"form": "rows", **SEP_CONFIG, "BLOCK": SEP_CONFIG["BLOCK_N"] * BAND_NOMINAL}
     if shift := shift_in_port(kernel):
         return {"form": "rows", **shift, "BLOCK": shift["BLOCK_N"] * BAND_NOMINAL}
     if not rows_ok(kernel) or any(d != 1 for d in fixed.get("dilation", [1])):
@@ -148,15 +154,38 @@ def slide_in_port(kernel: Kernel) -> bool:
     slide 2, strip 128, 4 warps took 42's MaxPool2d k4 s1 p1 from 5.97 ms (the ring, strip 512;
     23.8% of the floor) to 3.33 ms (42.6%; slide 4 and 8 ran 3.39 and 3.31, the ring at strip 128
     7.16), and 46's AvgPool3d k3 s2 p1 from 4.42 ms (72.2%) to 3.42 ms (93.4%; slide 4 3.40, slide 8
-    4.44). The dilated pools stay off it (and in the flat form): 43's MaxPool3d d3 ran 3.87 ms
-    against the port's 3.62 (slide 8, strip 256, 8 warps: 16.6), 41's MaxPool1d d3 3.80 against 3.78.
-    Not probed, so unchanged: 1-D pools (44's AvgPool1d k8 s1), whose rows are independent (no
-    queue), and windows that share no rows (45's AvgPool2d k11 s11, 93% of the floor in the ring)."""
+    4.44). On an H200 the same form ran 46 at 81.3% (2026-11-29-pool) and 81.6% (2026-11-30-pool),
+    and 46 no longer takes it: shift_in_port's sh2-128-w2-s2 (85.5%, 86.9%) goes first. The dilated
+    pools stay off this rule (the flat form, where shift_in_port and sep_in_port do not take them):
+    43's MaxPool3d d3 ran 3.87 ms against the flat form's 3.62 (slide 8, strip 256, 8 warps: 16.6),
+    41's MaxPool1d d3 3.80 against 3.78. Not probed, so unchanged: 1-D pools (44's AvgPool1d k8 s1),
+    whose rows are independent (no queue), and windows that share no rows (45's AvgPool2d k11 s11, 93%
+    of the floor in the ring)."""
     fixed = kernel.space.get("fixed")
     if not fixed or kernel.space["nd"] < 2 or any(d != 1 for d in fixed.get("dilation", [1])):
         return False
     r = kernel.space["nd"] - 2
     return fixed["stride"][r] < fixed["kernel_size"][r]
+
+
+def sep_in_port(kernel: Kernel) -> bool:
+    """Whether the port takes the slide's separated taps (SEP_CONFIG; emit/pool_sep.py): 43's window
+    only, the one measured. On an H200 (2026-11-28, benchmarks/probes/2026-11-30-pool, pool30.log;
+    KernelBench level-1 43_Max_Pooling_3D, [16, 32, 128^3] -> 62^3; floor 1.120 ms) sep-64-w2-s2 ran
+    1.203 ms, 93.1% of the memory floor, max error 0, against the port's shift (sh2-64-w1-s2) 2.065 ms
+    (54.2%); at one warp sep ran 67.2% (slide 2), 72.0% (slide 1), 57.8% (slide 4). So: a 3-D max
+    pool, k3 s2 p1 d3 in every dim, floor mode, whose traced output row fits the strip (33 to 64
+    outputs, 43's 62) and whose input row its 64 x 2 columns (the launcher's SEP on: 43's 128). Other
+    dilated 3-D pools keep the shift (shift_in_port) or the flat form: not measured."""
+    fixed = kernel.space.get("fixed")
+    if not fixed or kernel.space["nd"] != 3 or kernel.space["pool"] != "max" or not rows_ok(kernel):
+        return False
+    window = {k: fixed.get(k) for k in ("kernel_size", "stride", "padding", "dilation")}
+    if window != {"kernel_size": [3] * 3, "stride": [2] * 3, "padding": [1] * 3, "dilation": [3] * 3}:
+        return False
+    n = SEP_CONFIG["BLOCK_N"]
+    out_w, in_w = kernel.space["traced"][-1], kernel.space["in_traced"][-1]
+    return not fixed.get("ceil_mode") and n // 2 < out_w <= n and in_w <= n * 2
 
 
 def shift_in_port(kernel: Kernel) -> dict | None:
@@ -169,7 +198,8 @@ def shift_in_port(kernel: Kernel) -> dict | None:
     - 2-D undilated, stride 1, windows sharing rows (the slide's), the row in one strip of 512 (257 to
       512 outputs; 42 MaxPool2d k4 p1, 511: the slide at strip 128 42.6% -> 89.4%);
     - 3-D dilated, stride 2 along the row, the row in one strip of 64 (33 to 64 outputs; 43 MaxPool3d
-      k3 p1 d3, 62: the flat form 43.7% -> 69.3%; its plain rows form ran 36.8%);
+      k3 p1 d3, 62: the flat form 43.7% -> 69.3%; its plain rows form ran 36.8%; 43's own window
+      takes the separated taps since, sep_in_port, checked first);
     - 3-D undilated, stride 2 along the row, windows sharing rows (the slide's), the row in one strip
       of 128 (65 to 128 outputs; 46 AvgPool3d k3 p1, 128 wide, on an H200: the slide at strip 128,
       4 warps, plain taps 81.3% -> G 2, 2 warps 85.5%).

@@ -1,5 +1,6 @@
 """The slide's separated taps (config `sep`; a probe key of the 2026-11-30 pool probe,
-benchmarks/probes/2026-11-30-pool, off in the port): the window's depth and row taps over whole input
+benchmarks/probes/2026-11-30-pool, and the port's on 43's window only: pool_forms.sep_in_port, 54.2 ->
+93.1% of the memory floor on an H200): the window's depth and row taps over whole input
 rows first, its last-dim taps once per output row, through an in-register gather (emit/pool.py
 dispatches here; the slide's queue and stores are emit/pool_slide.py's).
 
