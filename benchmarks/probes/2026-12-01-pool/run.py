@@ -50,11 +50,11 @@ MENUS = {
     # 41: MaxPool1d k8 s1 p4 d3, rows of 65536; the port is sh8-2048-w8 (one row a step)
     "41_": ["port:",
             "sh8-2048-w8-s2:form=rows,BLOCK_N=2048,num_warps=8,shift=8,slide=2",
-            "sh4-1024-w8:form=rows,BLOCK_N=1024,num_warps=8,shift=4"],
+            "sh8-1024-w4-s2:form=rows,BLOCK_N=1024,num_warps=4,shift=8,slide=2"],
     # 44: AvgPool1d k8 s1 p4, rows of 65536; the port is sh8-2048-w8
     "44_": ["port:",
             "sh8-2048-w8-s2:form=rows,BLOCK_N=2048,num_warps=8,shift=8,slide=2",
-            "sh4-1024-w8:form=rows,BLOCK_N=1024,num_warps=8,shift=4"],
+            "sh8-1024-w4-s2:form=rows,BLOCK_N=1024,num_warps=4,shift=8,slide=2"],
 }
 
 
