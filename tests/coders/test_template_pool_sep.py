@@ -1,8 +1,8 @@
 """The slide's separated taps (config `sep`, coders/template/emit/pool_sep.py; the port's on 43's window
-only, pool_forms.sep_in_port) against PyTorch on the CPU interpreter, at small odd sizes: 43's and 46's
-windows and 2-D ones, bands that end inside a step, a fused prologue and epilogue, NaNs, 64-bit indices,
-and run-time windows or rows where SEP is off (the slide's own path); the port's separated taps on 43's
-window and its old forms outside the rule."""
+only, pool_forms.sep_in_port) against PyTorch on the CPU interpreter, at small odd sizes: 42's, 43's and
+46's windows and 2-D ones, bands that end inside a step, a fused prologue and epilogue, NaNs, 64-bit
+indices, and run-time windows or rows where SEP is off (the slide's own path); the port's separated taps
+on 43's window and its old forms outside the rule."""
 
 from __future__ import annotations
 
@@ -26,6 +26,8 @@ SEP_CASES = [
     (3, "nn.AvgPool3d(3, stride=2, padding=1)", ((1, 2, 5, 7, 13), (1, 3, 6, 9, 15)), 8),
     (3, "nn.AvgPool3d(3, 2, 1, ceil_mode=True, count_include_pad=False)", ((1, 2, 5, 7, 13), None), 8),
     (2, "nn.MaxPool2d(3, stride=1, padding=1)", ((1, 2, 7, 13), (2, 1, 6, 9)), 16),
+    # 42's window (k4 s1 p1: taps j - 1 .. j + 2); the second input row fills the strip, as 512 in 512
+    (2, "nn.MaxPool2d(4, stride=1, padding=1)", ((1, 2, 9, 13), (2, 1, 7, 16)), 16),
     (2, "nn.MaxPool2d(4, stride=2, padding=1, dilation=2)", ((1, 2, 9, 15), None), 8),
 ]
 
