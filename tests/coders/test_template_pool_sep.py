@@ -33,15 +33,17 @@ SEP_CASES = [
 
 
 def sep_module(task, tmp_path, tag: str, strip: int, slide: int = 2, band: int = 3, wide: bool = False,
-               fused=None, must: bool = True):
+               fused=None, must: bool = True, gather: int = 0):
     """The task's program in the slide (strip `strip`, bands of `band` rows) with separated taps,
-    imported (`wide`: its 64-bit paths forced on; `must`: a launch with SEP off fails)."""
+    imported (`wide`: its 64-bit paths forced on; `must`: a launch with SEP off fails; `gather`: the
+    last-dim taps that many a tl.gather, config `sep_gather`)."""
     ir = ProgramIR.from_dict(formed(task, [f"tile BLOCK_N={strip}"], fused).metadata["template_ir"])
     (kernel,) = ir.kernels()
-    kernel.config.update(slide=slide, sep=1, BAND=band)
+    kernel.config.update(slide=slide, sep=1, BAND=band, **({"sep_gather": gather} if gather else {}))
     assert pool_sep.is_sep(kernel)
     source = generate(task, ir)
     assert "tl.gather(win_sep" in source and "SEP=bool(_slide) and" in source
+    assert ("= tl.split(win_sv)" in source) == bool(gather)
     if wide:
         source = source.replace("> 2**30", ">= 0")
     if must:  # the case's sizes take the separated taps, not the slide's own path
@@ -60,6 +62,39 @@ def test_sep_matches_pytorch(nd, module, shapes, strip, slide, band, tmp_path):
     task = pool_task(module, nd=nd, shapes=(shapes[0], shapes[1] or shapes[0]))
     module_ = sep_module(task, tmp_path, "sep", strip, slide, band)
     check_module(task, module_, _sizes(task, shapes))
+
+
+# `sep_gather`: 42's (k4 s1 p1: 4 taps, no masks at DL 1), 43's (k3 s2 p1 d3) and 46's (avg k3 s2 p1)
+# windows; 4 taps a gather (one, a tap past KS unfolded) and 2 (chunks: 42's 2 whole, 3 taps 2 + 1)
+GATHER_CASES = [SEP_CASES[4], SEP_CASES[0], SEP_CASES[1], SEP_CASES[2]]
+
+
+@pytest.mark.parametrize("nd, module, shapes, strip", GATHER_CASES, ids=[c[1] for c in GATHER_CASES])
+@pytest.mark.parametrize("gather", [4, 2])
+def test_sep_gather_equals_sep(nd, module, shapes, strip, gather, tmp_path):
+    """The gathered taps give the per-tap gathers' values bit for bit (max: the same max; avg: the
+    same sum order), and PyTorch's within the tests' tolerance."""
+    task = pool_task(module, nd=nd, shapes=(shapes[0], shapes[1] or shapes[0]))
+    taps = sep_module(task, tmp_path, "taps", strip)
+    gathered = sep_module(task, tmp_path, f"gather{gather}", strip, gather=gather)
+    check_module(task, gathered, _sizes(task, shapes))
+    for i, sizes in enumerate(_sizes(task, shapes)):
+        x = task.make_inputs(seed=i + 1, sizes=sizes)[0]
+        with torch.no_grad():
+            args = task.init_inputs(sizes)
+            expected, got = taps.ModelNew(*args)(x), gathered.ModelNew(*args)(x)
+        assert torch.equal(got, expected)
+        if "Max" in module:
+            assert torch.equal(got, task.make_model(sizes=sizes)(x))
+
+
+@pytest.mark.parametrize("nd, module, shape", [(2, "nn.MaxPool2d(2, stride=1, padding=1)", (1, 2, 9, 13)),
+                                               (3, "nn.MaxPool3d(3, stride=2, padding=1, dilation=3)",
+                                                (1, 2, 9, 11, 29))])
+def test_sep_gather_propagates_nan(nd, module, shape, tmp_path):
+    """A NaN wins at DL 1 (no masks: the clamped taps) and at DL 3 (masked), as in PyTorch."""
+    task = pool_task(module, nd=nd, nan=True, shapes=(shape, shape))
+    assert_nan_propagates(task, sep_module(task, tmp_path, "gnan", 16, gather=4))
 
 
 def test_sep_with_64_bit_indices(tmp_path):

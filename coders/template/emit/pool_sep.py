@@ -19,6 +19,11 @@ output column j gathers columns j * ST - PD + k * DL of that folded row (tl.gath
 exchange registers, no shared memory where the row is one warp's). The last-dim taps cost a gather per
 tap per output row instead of loads per input row and depth tap.
 
+With `sep_gather` (G, a power of two; a probe key, off in every port) an output row's last-dim taps
+go G at a time through one tl.gather ([BLOCK_N x G] indices, split back into the taps in order):
+at 4 warps a gather crosses shared memory (an STS and 2 bar.sync each), and the per-tap masks
+held 16 of 42's 80 registers; 42's sep at 4 warps goes 80 -> 48 registers, 464 -> 328 SASS.
+
 SEP (the launcher's) is on where the slide is (SLIDE), the output row fits one strip (BLOCK_N) and
 the input row BLOCK_N x ST columns (ST the run-time stride along the row, a power of two); else the
 slide's own path runs. Padding is dropped after the prologue, as in every form: a masked element is
@@ -154,7 +159,7 @@ def _slide(w: Writer, kernel: Kernel, regions: Regions, body: BodyEmitter, regio
         pool_slide._push(w, queue)
         w.dedent()
         pool_slide._queue_window(w, r, max_pool, queue, span)
-        _last_taps(w, regions)
+        _last_taps(w, regions, int(kernel.config.get("sep_gather") or 0))
         w(f"win_out{u} = win_acc")
     for u in range(step):
         pool_slide._output_position(w, r, u)
@@ -163,9 +168,12 @@ def _slide(w: Writer, kernel: Kernel, regions: Regions, body: BodyEmitter, regio
     w.dedent()
 
 
-def _last_taps(w: Writer, regions: Regions) -> None:
+def _last_taps(w: Writer, regions: Regions, gather: int) -> None:
     """win_acc: output column j's fold of the folded row's columns j * ST - PD + k * DL (in
-    registers: tl.gather), masked outside the input row."""
+    registers: tl.gather), masked outside the input row; `gather` taps a tl.gather where set."""
+    if gather:
+        _gathered_taps(w, regions, gather)
+        return
     last, max_pool = regions.nd - 1, regions.kind == "max"
     dl = f" * DL{last}" if max_pool else ""
     pad = "float(\"-inf\")" if max_pool else "0.0"
@@ -178,4 +186,43 @@ def _last_taps(w: Writer, regions: Regions) -> None:
     w(f"win_sv = tl.gather(win_sep, tl.minimum(tl.maximum(win_si, 0), {COLS.format(last)} - 1), 0)")
     w(f"win_sv = tl.where(win_sok, win_sv, {pad})")
     w(f"win_acc = {NAN_MAX.format('win_acc', 'win_sv')}" if max_pool else "win_acc += win_sv")
+    w.dedent()
+
+
+def _gathered_taps(w: Writer, regions: Regions, taps: int) -> None:
+    """_last_taps with `taps` (a power of two, config `sep_gather`) last-dim taps a tl.gather: one
+    [BLOCK_N x taps] index, split into the taps in order and folded as there (the same max, the same
+    sum order). Why: at 4 warps each gather goes through shared memory, an STS and 2 bar.sync a
+    gather; 42's 4 taps at once are 1 and 2 (Triton 3.6, sm_90). A tap past KS is gathered (its
+    clamped index is valid) but not folded. Max pooling at DL 1 needs no masks: a tap the clamp
+    moves lands on column 0 or the row's last, both inside its window (PyTorch's padding is at most
+    half the window, and a window starts inside the input), and columns past the input are -inf."""
+    last, max_pool = regions.nd - 1, regions.kind == "max"
+    cols, levels = COLS.format(last), taps.bit_length() - 1
+    pad = "float(\"-inf\")" if max_pool else "0.0"
+    w("win_sep = win_acc")
+    w(f"win_acc = tl.full([BLOCK_N], {pad}, tl.float32)")
+    w(f"for kk{last} in tl.static_range(0, KS{last}, {taps}):")
+    w.indent()
+    step = f"(kk{last} + tl.arange(0, {taps})[None, :])" + (f" * DL{last}" if max_pool else "")
+    w(f"win_si = lo{last}[:, None] + {step}")
+    w(f"win_sv = tl.gather(win_sep, tl.reshape(tl.minimum(tl.maximum(win_si, 0), {cols} - 1), "
+      f"[BLOCK_N * {taps}]), 0)")
+    w(f"win_sv = tl.reshape(win_sv, [BLOCK_N, {taps}])")
+    if max_pool:
+        w(f"if DL{last} != 1:")
+        w.indent()
+    w(f"win_sv = tl.where((win_si >= 0) & (win_si < IN{last}), win_sv, {pad})")
+    if max_pool:
+        w.dedent()
+    w(f"win_sv = tl.reshape(win_sv, [BLOCK_N{', 2' * levels}])")
+    names = ["win_sv"]
+    for _ in range(levels):  # tl.split halves the last axis: the taps' lowest index bit first
+        for name in names:
+            w(f"{name}0, {name}1 = tl.split({name})")
+        names = [f"{name}{bit}" for bit in "01" for name in names]
+    for k in range(taps):  # names[k] is tap k: its suffix is k's bits, lowest first
+        w(f"if kk{last} + {k} < KS{last}:")
+        fold = NAN_MAX.format("win_acc", names[k]) if max_pool else f"win_acc + {names[k]}"
+        w(f"    win_acc = {fold}")
     w.dedent()
