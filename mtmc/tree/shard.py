@@ -78,6 +78,6 @@ def shard_tasks(tasks: Sequence[Task], coder: Coder, depth: int, shard: str) -> 
     loads = ", ".join(f"{i}: {sum(counts[n] for n in part)} ({len(part)} tasks)"
                       for i, part in enumerate(parts))
     line = (f"shard {index}/{shards}: {len(mine)} of {len(tasks)} tasks, {sum(counts[n] for n in mine)} of "
-            f"{sum(counts.values())} programs within {depth} steps if every one passed (shards {loads}): "
+            f"{sum(counts.values())} programs within {depth} step(s) if every one passed (shards {loads}): "
             + ",".join(parts[index]))
     return [task for task in tasks if task.name in mine], line
