@@ -15,6 +15,10 @@
 # the compile passes' stand-ins. An H100 (80 GiB) cannot hold 12 such jobs: 0.5 is 3.3 GiB a job,
 # and the 4 GiB tasks park as before. warmup_ms 25: the lock keeps the GPU busy back to back, so
 # its clocks do not idle between timings (the 100 ms default is for a GPU coming from idle).
+#
+# WORKERS (default 12): jobs on the GPU. HARD_LIMIT: seconds after which the recorder is killed
+# (`timeout`), for a caller with a wall of its own (benchmarks/tree_gpus.sh); the time limit above
+# stops it first, cleanly, whole levels kept.
 set -u
 state=$1 limit=$2
 shift 2
@@ -29,9 +33,9 @@ echo "GPU ${gpu%%,*}: ${mib} MiB, resident_share $share" >>"$state/record.log"
     echo "$((SECONDS - start)) $(grep -c '"kind": "node"' "$tree" 2>/dev/null || echo 0)" >>"$state/progress.txt"
   done ) &
 counter=$!
-CUDA_VISIBLE_DEVICES=$gpu "${PYTHON:-python3}" -m mtmc.cli tree record tree="$tree" \
-  suite=builtin depth=2 judge=batch chunk=8 time_limit_s="$limit" \
-  verifier=local "verifier.gpus=[0]" verifier.gpu_lock=true verifier.workers_per_gpu=12 \
+CUDA_VISIBLE_DEVICES=$gpu ${HARD_LIMIT:+timeout -k 10 "$HARD_LIMIT"} "${PYTHON:-python3}" -m mtmc.cli \
+  tree record tree="$tree" suite=builtin depth=2 judge=batch chunk=8 time_limit_s="$limit" \
+  verifier=local "verifier.gpus=[0]" verifier.gpu_lock=true verifier.workers_per_gpu="${WORKERS:-12}" \
   verifier.resident_share="$share" verifier.warmup_ms=25 \
   verifier.seeds=1 +verifier.compile_baseline=false verifier.time_budget_s=0.5 verifier.max_reps=100 \
   hydra.run.dir="$state/run" "$@" >>"$state/record.log" 2>&1

@@ -1,6 +1,7 @@
 """Programs a minute and the median phases of a tree recording (issue 26 Show 1: >= 60 a minute on one
 GPU), from the tree file and the `progress.txt` that benchmarks/tree_one_gpu.sh writes (a line
-"<seconds since start> <node rows>" every 20 s; the rows themselves carry no clock).
+"<seconds since start> <node rows>" every 20 s; the rows themselves carry no clock). For several GPUs,
+benchmarks/tree_gpus.sh writes STATE/call<k>/progress.txt, the node rows of all its recorders, and runs this.
 
     python3 benchmarks/tree_rate.py $S/tree/builtin.jsonl $S/progress.txt
     python3 benchmarks/tree_rate.py --whole-depth1 $S/tree/builtin.jsonl   # a,b,c: for `tasks=[...]`

@@ -10,6 +10,7 @@
     mtmc tree report tree=<file>                 oracle@k, heuristic, greedy, random on that tree, offline
     mtmc tree check tree=<file>                  the share of its programs today's coder still writes
     mtmc tree retime tree=<file> repeats=2       its top programs judged again: the noise of their times
+    mtmc tree merge tree=<file> parts=[a,b]      the files of a sharded recording (record shard=I/N) as one
 
 Each job's config is `conf/<job>.yaml`; anything after the job name is a Hydra override.
 """
@@ -35,7 +36,7 @@ JOB_LINES = {
     "bench": "optimize every task of a suite: correctness, fast_p, speedups, roofline; compare= folders",
     "train": "learn the LM planner from recorded runs, then compare it with the baseline planners",
     "tree": "record: every program a few steps from each port, judged once, into a file; report: headroom; "
-            "retime: the noise of each task's fastest programs",
+            "retime: the noise of each task's fastest programs; merge: shards' files as one",
 }
 JOBS = tuple(JOB_LINES)
 USAGE = f"usage: mtmc {{{','.join(JOBS)}}} [key=value ...] [--help]"

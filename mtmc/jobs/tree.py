@@ -2,7 +2,8 @@
 `mtmc tree report`: oracle@k and the planners on that tree, per split (mtmc/tree/report.py).
 `mtmc tree check`: the share of the tree's programs today's coder still produces (mtmc/tree/check.py).
 `mtmc tree retime`: each task's top programs judged again, and the noise of their times
-(mtmc/tree/retime.py, mtmc/tree/noise.py)."""
+(mtmc/tree/retime.py, mtmc/tree/noise.py).
+`mtmc tree merge`: the tree files of a sharded recording (`record shard=I/N`) as one (mtmc/tree/merge.py)."""
 
 from __future__ import annotations
 
@@ -23,20 +24,23 @@ from mtmc.report import write_atomic
 from mtmc.tasks import Task, TaskError
 from mtmc.tree import RecordSummary, load_tree, record_tree, task_fingerprint
 from mtmc.tree.check import check_tree
+from mtmc.tree.merge import MergeSummary, merge_trees
 from mtmc.tree.noise import noise_markdown, noise_report
 from mtmc.tree.report import headroom, plot_anytime, report_markdown
 from mtmc.tree.retime import FreshnessError, RetimeSummary, retime_tree
+from mtmc.tree.shard import shard_tasks
 
 log = logging.getLogger(__name__)
-ACTIONS = ("record", "report", "check", "retime")
+ACTIONS = ("record", "report", "check", "retime", "merge")
 REPORT_MD, REPORT_JSON, ANYTIME_PLOT = "tree_report.md", "tree_report.json", "anytime.png"
 RETIME_MD, RETIME_JSON = "retime_report.md", "retime_report.json"
 
 
-def run(cfg: DictConfig) -> RecordSummary | dict[str, Any]:
+def run(cfg: DictConfig) -> RecordSummary | MergeSummary | dict[str, Any]:
     if cfg.action not in ACTIONS:
         raise SystemExit(f"mtmc tree: unknown action {cfg.action!r}; choose one of {', '.join(ACTIONS)}")
-    return {"record": record, "report": report, "check": check, "retime": retime}[cfg.action](cfg)
+    actions = {"record": record, "report": report, "check": check, "retime": retime, "merge": merge}
+    return actions[cfg.action](cfg)
 
 
 def suite_tasks(cfg: DictConfig) -> tuple[list[Task], list[str]]:
@@ -55,6 +59,8 @@ def record(cfg: DictConfig) -> RecordSummary:
     log.info("Instantiating coder <%s>", cfg.coder._target_)
     coder = instantiate(cfg.coder)
     trusted_only(cfg.judge, coder)
+    if cfg.shard is not None:
+        tasks, broken = own_shard(cfg, tasks, broken, coder)
     log.info("Instantiating verifier <%s>", cfg.verifier._target_)
     with instantiate(cfg.verifier) as verifier:
         summary = record_tree(tasks, coder, verifier, cfg.tree, depth=cfg.depth,
@@ -69,6 +75,32 @@ def record(cfg: DictConfig) -> RecordSummary:
           + (f"; {summary.retry} verdicts failed for the machine (infrastructure), not written: run again "
              "to judge them" if summary.retry else "")
           + (f"; left out (broken): {', '.join(left_out)}" if left_out else ""))
+    return summary
+
+
+def own_shard(cfg: DictConfig, tasks: list[Task], broken: list[str],
+              coder: Any) -> tuple[list[Task], list[str]]:
+    """This recorder's share of the tasks (mtmc/tree/shard.py); the suite's broken files are reported by
+    shard 0 alone, so the shards' lines name each once."""
+    try:
+        mine, line = shard_tasks(tasks, coder, cfg.depth, str(cfg.shard))
+    except ValueError as err:
+        raise SystemExit(f"mtmc tree record: {err}") from None
+    print(f"mtmc tree record: {line}", flush=True)
+    return mine, broken if line.startswith("shard 0/") else []
+
+
+def merge(cfg: DictConfig) -> MergeSummary:
+    if not cfg.parts:
+        raise SystemExit("mtmc tree merge: give the shards' files as parts=[a.jsonl,b.jsonl] and the merged "
+                         "file as tree=<file>")
+    try:
+        summary = merge_trees(list(cfg.parts), cfg.tree)
+    except (FileNotFoundError, FileExistsError, ValueError) as err:  # a MergeConflict is a ValueError
+        raise SystemExit(f"mtmc tree merge: {err}") from None
+    print(f"mtmc tree merge: {cfg.tree}: {summary.rows} rows ({summary.nodes} programs of "
+          f"{len(summary.tasks)} tasks) from {summary.parts} files; {summary.repeated} rows held already "
+          "in an earlier file, left out")
     return summary
 
 

@@ -112,3 +112,38 @@ def test_trusted_batches_are_for_the_template_coder_only(tmp_path):
     cfg.coder = OmegaConf.create({"_target_": "tests.tree.fakes.RefusingCoder"})
     with pytest.raises(SystemExit, match="judge=batch .* template coder only"):
         run(cfg)
+
+
+def test_two_shards_recorded_apart_then_merged_hold_the_one_run_s_rows(tmp_path, capsys):
+    folder, fake = suite(tmp_path), OmegaConf.create({"_target_": "tests.tree.fakes.DigestVerifier"})
+
+    def record(tree, *extra):
+        cfg = composed("tree", ["action=record", f"suite={folder}", f"tree={tree}", "depth=1", *extra])
+        cfg.verifier = fake
+        return run(cfg)
+
+    record(tmp_path / "one.jsonl")
+    for i in range(2):
+        record(tmp_path / f"shard{i}.jsonl", f"shard={i}/2")
+    out = capsys.readouterr().out
+    assert "shard 0/2: 1 of 2 tasks" in out and "shard 1/2: 1 of 2 tasks" in out
+    parts = f"parts=[{tmp_path / 'shard0.jsonl'},{tmp_path / 'shard1.jsonl'}]"
+    summary = run(composed("tree", ["action=merge", f"tree={tmp_path / 'merged.jsonl'}", parts]))
+    assert summary.tasks == ["relu_a", "relu_b"] and summary.repeated == 0
+    line = f"{summary.rows} rows ({summary.nodes} programs of 2 tasks) from 2 files"
+    assert line in capsys.readouterr().out
+    rows = [sorted(map(json.dumps, read_rows(tmp_path / f))) for f in ("one.jsonl", "merged.jsonl")]
+    assert rows[0] == rows[1]
+
+
+def test_merge_and_shard_errors_are_one_sentence(tmp_path):
+    with pytest.raises(SystemExit, match="give the shards' files as parts="):
+        run(composed("tree", ["action=merge", f"tree={tmp_path / 'm.jsonl'}"]))
+    with pytest.raises(SystemExit, match="mtmc tree merge: no tree file: .*absent.jsonl"):
+        run(composed("tree", ["action=merge", f"tree={tmp_path / 'm.jsonl'}",
+                              f"parts=[{tmp_path}/absent.jsonl]"]))
+    cfg = composed("tree", ["action=record", f"suite={suite(tmp_path)}", f"tree={tmp_path / 't.jsonl'}",
+                            "shard=2/2"])
+    cfg.verifier = OmegaConf.create({"_target_": "tests.tree.fakes.DigestVerifier"})
+    with pytest.raises(SystemExit, match="shard='2/2': give I/N with 0 <= I < N"):
+        run(cfg)
