@@ -21,7 +21,8 @@
 # pass, 2-8 s of a port's kernels at level 0), and the GPU's lock is the bound from ~6 jobs on
 # (docs/design.md "One-GPU mode": N x 0.6 s locked against ~3 s outside), so 12 leaves the compiles
 # room while 4 cores a GPU stay for its recorder's own process (enumeration, rows, the static checks,
-# baselines). 64 cores and 4 GPUs, or 32 and 2: 12 a GPU.
+# baselines). 64 cores and 4 GPUs, or 32 and 2: 12 a GPU. tree_one_gpu.sh caps it at 8 on a GPU under
+# 120 GB (an H100), where 12 jobs' resident inputs would not fit.
 set -u
 state=$1 limit=$2
 shift 2
