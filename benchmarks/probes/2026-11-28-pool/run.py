@@ -19,7 +19,6 @@ import time
 
 START = time.monotonic()  # --time-limit counts from here: the imports are in it
 
-import importlib.util  # noqa: E402
 import os  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -37,14 +36,7 @@ from coders.template.ir import ProgramIR  # noqa: E402
 MARGIN = 12.0  # seconds kept for the last variant started (a compile of 1-4 s, do_bench) and the exit
 
 
-def _probe(folder: str):
-    """A probe's run.py as a module (its folder's name is not a package name)."""
-    path = Path(__file__).resolve().parents[1] / folder / "run.py"
-    spec = importlib.util.spec_from_file_location(f"pool_probe_{folder.replace('-', '_')}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
+from benchmarks.probes.load import load_probe as _probe  # noqa: E402
 
 previous = _probe("2026-11-27-pool")  # loads 2026-11-26-pool's too (previous.previous)
 configure_27 = previous.configure

@@ -18,22 +18,13 @@ import time
 
 START = time.monotonic()  # --time-limit counts from here: the imports are in it
 
-import importlib.util  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the repository: benchmarks/ is not installed
 
-
-def _probe(folder: str):
-    """A probe's run.py as a module (its folder's name is not a package name)."""
-    path = Path(__file__).resolve().parents[1] / folder / "run.py"
-    spec = importlib.util.spec_from_file_location(f"pool_probe_{folder.replace('-', '_')}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
+from benchmarks.probes.load import load_probe as _probe  # noqa: E402
 
 sep_probe = _probe("2026-11-30-pool")  # loads 2026-11-28-pool (sep_probe.previous), which sets
 previous = sep_probe.previous          # TRITON_INTERPRET for --cpu-dry-run before triton loads
