@@ -1,5 +1,5 @@
 """A reduce kernel's SSA body over its layout: how operands load, how a per-row divisor divides and
-how outputs store."""
+how outputs store; the probe key `fast_log`'s log."""
 
 from __future__ import annotations
 
@@ -41,7 +41,32 @@ def body_of(kernel: Kernel, lay: Layout, varies: dict[str, bool]) -> BodyEmitter
         return pw.expr("div", [a, b], op.attrs)
 
     body.special["div"] = divide
+    if fast_log(kernel):
+        body.special["log"] = lambda op: f"_fast_log({body.arg(op.args[0])})"
     return body
+
+
+def fast_log(kernel: Kernel) -> bool:
+    """The probe key `fast_log` (off in every port): the body's logs as lg2.approx times ln 2."""
+    return kernel.kind == "reduce" and bool(kernel.config.get("fast_log"))
+
+
+def emit_fast_log(w: Writer) -> None:
+    """_fast_log(x): libdevice's fast_logf, one MUFU.LG2 and a multiply on sm_90 (at most 3 ulp off
+    outside [0.5, 2], 2**-21.4 absolute inside; a subnormal x flushes to 0 and gives -inf), where tl.log
+    is libdevice logf's ~25 instructions, so a reduction of two logs a value (KernelBench 98_KLDivLoss)
+    is bound by issue rather than memory. The interpreter has no libdevice: it takes tl.log."""
+    w()
+    w('_FAST_LOG = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") != "1")')
+    w()
+    w()
+    w("@triton.jit")
+    w("def _fast_log(x):")
+    w("    if _FAST_LOG:")
+    w("        return libdevice.fast_logf(x)")
+    w("    else:")
+    w("        return tl.log(x)")
+    w()
 
 
 def store(w: Writer, lay: Layout, out) -> None:
