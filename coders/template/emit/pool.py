@@ -211,10 +211,7 @@ def _tile_positions(w: Writer, regions: Regions, shape: Shape) -> None:
     else:
         w("outer = pid // plane_tiles")
         if nd == 3:
-            w("oi0 = outer % OUT0")
-            w("outer = outer // OUT0")
-            w("if WIDE_PLANE:")
-            w("    oi0 = oi0.to(tl.int64)")
+            pool_rows.depth_index(w, corner=False)
         w("if WIDE:")
         w("    outer = outer.to(tl.int64)")
         w(f"oi{last - 1} = {shape.rows('rows')}")

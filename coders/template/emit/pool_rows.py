@@ -59,6 +59,17 @@ def emit_body(w: Writer, kernel: Kernel, regions: Regions) -> None:
     w()
 
 
+def depth_index(w: Writer, corner: bool = True) -> None:
+    """A 3-D pool's output depth `oi0` split off `outer` (int64 where a plane's offsets need it), and
+    with `corner` its window's first input depth `lo0`: the same lines in every pool form."""
+    w("oi0 = outer % OUT0")
+    w("outer = outer // OUT0")
+    w("if WIDE_PLANE:")
+    w("    oi0 = oi0.to(tl.int64)")
+    if corner:
+        w("lo0 = oi0 * ST0 - PD0")
+
+
 def _wide_outer(w: Writer) -> None:
     w("if WIDE:")
     w("    outer = outer.to(tl.int64)")
@@ -107,11 +118,7 @@ def _positions(w: Writer, regions: Regions, vector: bool) -> None:
         return
     w("outer = pid // (plane_strips * plane_bands)")
     if nd == 3:
-        w("oi0 = outer % OUT0")
-        w("outer = outer // OUT0")
-        w("if WIDE_PLANE:")
-        w("    oi0 = oi0.to(tl.int64)")
-        w("lo0 = oi0 * ST0 - PD0")
+        depth_index(w)
         dl0 = " * DL0" if regions.kind == "max" else ""
         w(f"plane_inner = plane_inner & (lo0 >= 0) & (lo0 + (KS0 - 1){dl0} < IN0)")
     pool_stack.emit_outer(w, regions.kernel, nd)

@@ -37,7 +37,14 @@ from coders.template.emit import pool_slide
 from coders.template.emit.common import BodyEmitter, Writer
 from coders.template.emit.pool_forms import is_slide, is_vector
 from coders.template.emit.pool_regions import NAN_MAX, Regions
-from coders.template.emit.pool_rows import _input_row, _loader, _output_row, _prologue_once, _wide_outer
+from coders.template.emit.pool_rows import (
+    _input_row,
+    _loader,
+    _output_row,
+    _prologue_once,
+    _wide_outer,
+    depth_index,
+)
 from coders.template.ir import Kernel
 
 COLS = "(BLOCK_N * ST{})"  # the input columns of a row result: the strip's outputs x the stride
@@ -87,11 +94,7 @@ def _sep_body(w: Writer, kernel: Kernel, regions: Regions) -> None:
     w(f"plane_end = tl.minimum(plane_first + BAND, OUT{r})")
     w("outer = pid // plane_bands")
     if nd == 3:
-        w("oi0 = outer % OUT0")
-        w("outer = outer // OUT0")
-        w("if WIDE_PLANE:")
-        w("    oi0 = oi0.to(tl.int64)")
-        w("lo0 = oi0 * ST0 - PD0")
+        depth_index(w)
     _wide_outer(w)
     w(f"plane_in = {' * '.join(f'IN{j}' for j in range(nd))}")
     w(f"plane_out = {' * '.join(f'OUT{j}' for j in range(nd))}")
