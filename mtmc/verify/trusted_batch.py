@@ -86,10 +86,10 @@ def tree_batch(task_name: str, task_source: str, inputs_path: str, device: str,
     setup_s = round(time.perf_counter() - asked - waited, 4)
     # the verifier's rule for one case, as the full protocol applies it (judging.judge_correctness)
     rule = partial(compare_case, meta=eager_precision(task.meta, eager_tf32), tf32_follows_eager=refuse_tf32)
-    locks = _Locks(gpu_lock, timing_lock)
     results = []
     for program in programs:
-        results.append(_judge_one(program, data, expected, rule, device, time_it, timing, locks))
+        results.append(_judge_one(program, data, expected, rule, device, time_it, timing, gpu_lock,
+                                  timing_lock))
     return {"results": results, "setup_s": setup_s, "setup_wait_s": round(waited, 4),
             "setup_host_s": round(host_s, 4)}
 
@@ -114,18 +114,6 @@ def _outputs_room(data: dict[str, Any], device: str, gpu_lock: str | None) -> fl
     return max(0.0, budget - held)
 
 
-class _Locks:
-    """A batch's locks: one-GPU mode's, around each program's kernels (with its compiles before it,
-    outside), or shared mode's, around its timing on the timing GPU; at most one of them is set."""
-
-    def __init__(self, gpu: str | None, timing: str | None) -> None:
-        self.gpu, self.timing = gpu, timing
-
-    @property
-    def compile_first(self) -> bool:
-        return self.gpu is not None
-
-
 def _expected(task: Task, cases: list[dict[str, Any]], errors: list[dict[str, list[float]]],
               device: str, room: float) -> list[dict[str, Any]]:
     """The reference's outputs on every case, made here from its model and inputs, with the error
@@ -145,7 +133,9 @@ def _expected(task: Task, cases: list[dict[str, Any]], errors: list[dict[str, li
 
 def _judge_one(program: dict[str, str], data: dict[str, Any], expected: list[dict[str, Any]],
                rule: Callable[..., Comparison], device: str, time_it: bool, timing: dict[str, Any],
-               locks: _Locks) -> dict[str, Any]:
+               gpu_lock: str | None, timing_lock: str | None) -> dict[str, Any]:
+    """One program judged. At most one lock is set: one-GPU mode's `gpu_lock` around its kernels (its
+    compiles before it, outside), or shared mode's `timing_lock` around its timing on the timing GPU."""
     started = time.perf_counter()
     path = Path.cwd() / f"candidate_{program['digest']}.py"
     path.write_text(program["source"])
@@ -155,21 +145,21 @@ def _judge_one(program: dict[str, str], data: dict[str, Any], expected: list[dic
         return {"status": "compile_error", "message": candidate_traceback(err, path)}
     try:
         phases, notes = {}, []
-        if locks.compile_first and device == "cuda":  # its kernels compiled before the lock is taken
+        if gpu_lock is not None and device == "cuda":  # its kernels compiled before the lock is taken
             done = compile_pass.compile_cases(partial(_forward, module, device), data["cases"], device,
                                               compile_pass.stand_in_room)
             phases["compile"] = round(time.perf_counter() - started, 4)
             notes = [done.note] if done.note else []  # what compiled under the lock, and why
         asked = time.perf_counter()
-        with timing_gpu.gpu_section(locks.gpu):
+        with timing_gpu.gpu_section(gpu_lock):
             held = time.perf_counter()
             result = _cases(module, data["cases"], expected, rule, device, path)
             result["phases_s"] = {**phases, "cases": round(time.perf_counter() - held, 4)}
             result["flags"] = [*result.get("flags", []), *notes]
-            if locks.gpu is not None:
+            if gpu_lock is not None:
                 result["phases_s"]["lock_wait"] = round(held - asked, 4)
             if result["status"] == "ok" and time_it:
-                result["timing"] = _time(module, data, timing, locks.timing, result["phases_s"])
+                result["timing"] = _time(module, data, timing, timing_lock, result["phases_s"])
         return result
     finally:
         sys.modules.pop(f"mtmc_candidate_{program['digest']}", None)

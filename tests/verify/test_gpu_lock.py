@@ -113,7 +113,7 @@ def test_a_programs_compiles_come_before_the_lock_and_its_cases_and_timing_under
     monkeypatch.setattr(trusted_batch, "_time", timing)
     monkeypatch.chdir(tmp_path)
     result = trusted_batch._judge_one({"source": "", "digest": "d"}, {"cases": []}, [], None, "cuda", True,
-                                      {}, trusted_batch._Locks(lock, None))
+                                      {}, lock, None)
     assert events == [("compile", False), ("cases", True), ("timing", True, None)]
     assert {"compile", "cases", "lock_wait"} <= set(result["phases_s"])
     # what compiled under the lock, and why, is a flag of the program's row
@@ -121,7 +121,7 @@ def test_a_programs_compiles_come_before_the_lock_and_its_cases_and_timing_under
                                "4.00 GiB over the room)"]
     events.clear()  # without the lock (shared or exclusive mode): no compile pass, as before
     trusted_batch._judge_one({"source": "", "digest": "d"}, {"cases": []}, [], None, "cuda", True, {},
-                             trusted_batch._Locks(None, "/timing"))
+                             None, "/timing")
     assert events == [("cases", False), ("timing", False, "/timing")]
 
 
