@@ -128,10 +128,8 @@ def port_config(kernel: Kernel) -> dict:
     dilation 3) it ran at 0.69x and 0.35x of the flat form, which they keep. Vector taps stay a
     menu step (`vectorize`)."""
     fixed = kernel.space.get("fixed") or {}
-    if sep_in_port(kernel):
-        return {"form": "rows", **SEP_CONFIG, "BLOCK": SEP_CONFIG["BLOCK_N"] * BAND_NOMINAL}
-    if shift := shift_in_port(kernel):
-        return {"form": "rows", **shift, "BLOCK": shift["BLOCK_N"] * BAND_NOMINAL}
+    if measured := sep_in_port(kernel) or shift_in_port(kernel):
+        return {"form": "rows", **measured, "BLOCK": measured["BLOCK_N"] * BAND_NOMINAL}
     if not rows_ok(kernel) or any(d != 1 for d in fixed.get("dilation", [1])):
         return dict(FLAT_CONFIG)
     nd = min(kernel.space["nd"], 2)
@@ -168,8 +166,9 @@ def slide_in_port(kernel: Kernel) -> bool:
     return fixed["stride"][r] < fixed["kernel_size"][r]
 
 
-def sep_in_port(kernel: Kernel) -> bool:
-    """Whether the port takes the slide's separated taps (SEP_CONFIG; emit/pool_sep.py): 43's window
+def sep_in_port(kernel: Kernel) -> dict | None:
+    """The slide's separated taps (SEP_CONFIG; emit/pool_sep.py) where the port takes them, else None
+    (then shift_in_port, the same kind of answer, is asked): 43's window
     only, the one measured. On an H200 (2026-11-28, benchmarks/probes/2026-11-30-pool, pool30.log;
     KernelBench level-1 43_Max_Pooling_3D, [16, 32, 128^3] -> 62^3; floor 1.120 ms) sep-64-w2-s2 ran
     1.203 ms, 93.1% of the memory floor, max error 0, against the port's shift (sh2-64-w1-s2) 2.065 ms
@@ -179,13 +178,14 @@ def sep_in_port(kernel: Kernel) -> bool:
     dilated 3-D pools keep the shift (shift_in_port) or the flat form: not measured."""
     fixed = kernel.space.get("fixed")
     if not fixed or kernel.space["nd"] != 3 or kernel.space["pool"] != "max" or not rows_ok(kernel):
-        return False
+        return None
     window = {k: fixed.get(k) for k in ("kernel_size", "stride", "padding", "dilation")}
     if window != {"kernel_size": [3] * 3, "stride": [2] * 3, "padding": [1] * 3, "dilation": [3] * 3}:
-        return False
+        return None
     n = SEP_CONFIG["BLOCK_N"]
     out_w, in_w = kernel.space["traced"][-1], kernel.space["in_traced"][-1]
-    return not fixed.get("ceil_mode") and n // 2 < out_w <= n and in_w <= n * 2
+    fits = not fixed.get("ceil_mode") and n // 2 < out_w <= n and in_w <= n * 2
+    return dict(SEP_CONFIG) if fits else None
 
 
 def shift_in_port(kernel: Kernel) -> dict | None:
