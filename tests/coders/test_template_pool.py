@@ -81,6 +81,18 @@ def assert_nan_propagates(task: Task, module_) -> None:
     assert expected.isnan().any() and not expected.isnan().all()
     torch.testing.assert_close(got, expected, equal_nan=True)
 
+
+def assert_run_time_window(task: Task, module_, window: tuple[int, int, int, int, bool]) -> None:
+    """`module_` (a program for a MaxPool2d task) with its module's window set to (kernel_size, stride,
+    padding, dilation, ceil_mode) after tracing, against max_pool2d with that window."""
+    x = task.make_inputs(seed=1, sizes=task.sizes("cpu")[0])[0]
+    model = module_.ModelNew()
+    k, s, p, d, ceil = window
+    model.pool.kernel_size, model.pool.stride, model.pool.padding = k, s, p
+    model.pool.dilation, model.pool.ceil_mode = d, ceil
+    with torch.no_grad():
+        torch.testing.assert_close(model(x), torch.nn.functional.max_pool2d(x, k, s, p, d, ceil))
+
 # --------------------------------------------------------------------------------------------------
 # every form against PyTorch
 # --------------------------------------------------------------------------------------------------

@@ -17,7 +17,15 @@ from coders.template.emit.pool_forms import SEP_CONFIG, SHIFT_CONFIGS
 from coders.template.ir import ProgramIR
 from mtmc.strategies import PORT
 from tests.coders.test_template import check_module, import_program
-from tests.coders.test_template_pool import assert_nan_propagates, coder, formed, fuse_all, kernels, pool_task
+from tests.coders.test_template_pool import (
+    assert_nan_propagates,
+    assert_run_time_window,
+    coder,
+    formed,
+    fuse_all,
+    kernels,
+    pool_task,
+)
 from tests.coders.test_template_pool_rows import FUSED_POOLS
 
 # (nd, module, shapes, strip): each shape's output row fits the strip and its input row strip x stride
@@ -123,13 +131,7 @@ def test_sep_off_where_the_run_time_window_does_not_fit(run, tmp_path):
     take the slide's own path (SEP off); k2 d2 still takes the separated taps at its own taps."""
     task = pool_task("nn.MaxPool2d(3, stride=2, padding=1)", shapes=((1, 2, 9, 15), (1, 2, 9, 15)))
     module_ = sep_module(task, tmp_path, "run", 8, must=False)
-    x = task.make_inputs(seed=1, sizes=task.sizes("cpu")[0])[0]
-    model = module_.ModelNew()
-    k, s, p, d, ceil = run
-    model.pool.kernel_size, model.pool.stride, model.pool.padding = k, s, p
-    model.pool.dilation, model.pool.ceil_mode = d, ceil
-    with torch.no_grad():
-        torch.testing.assert_close(model(x), torch.nn.functional.max_pool2d(x, k, s, p, d, ceil))
+    assert_run_time_window(task, module_, run)
 
 
 def test_sep_is_off_where_it_does_not_apply():

@@ -9,7 +9,6 @@ elsewhere."""
 from __future__ import annotations
 
 import pytest
-import torch
 
 from coders.template.emit import pool_shift
 from coders.template.emit.module import generate
@@ -17,7 +16,15 @@ from coders.template.emit.pool_forms import SHIFT_CONFIGS
 from coders.template.ir import ProgramIR
 from mtmc.strategies import PORT
 from tests.coders.test_template import check, check_module, import_program
-from tests.coders.test_template_pool import assert_nan_propagates, coder, formed, fuse_all, kernels, pool_task
+from tests.coders.test_template_pool import (
+    assert_nan_propagates,
+    assert_run_time_window,
+    coder,
+    formed,
+    fuse_all,
+    kernels,
+    pool_task,
+)
 from tests.coders.test_template_pool_rows import FUSED_POOLS, ROWS_CASES, task_nd
 
 # the KernelBench windows the shift is for (41-44, 46) and the rows form's own cases
@@ -108,13 +115,7 @@ def test_shift_reads_other_run_time_windows(run, tmp_path):
     plain taps."""
     task = pool_task("nn.MaxPool2d(3, stride=1, padding=1)")
     module_ = shift_module(task, tmp_path, "run", 4, 8, 2)
-    x = task.make_inputs(seed=1, sizes=task.sizes("cpu")[0])[0]
-    model = module_.ModelNew()
-    k, s, p, d, ceil = run
-    model.pool.kernel_size, model.pool.stride, model.pool.padding = k, s, p
-    model.pool.dilation, model.pool.ceil_mode = d, ceil
-    with torch.no_grad():
-        torch.testing.assert_close(model(x), torch.nn.functional.max_pool2d(x, k, s, p, d, ceil))
+    assert_run_time_window(task, module_, run)
 
 
 def test_shift_is_off_in_the_port_at_narrow_rows_and_where_it_does_not_apply():
