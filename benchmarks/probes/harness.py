@@ -191,6 +191,16 @@ def speedups(result: dict, row: dict) -> None:
         result["vs_compile"] = row["compile_ms"] / result["ms"]
 
 
+def floor_shares(result: dict, row: dict) -> None:
+    """A memory-bound variant's speedups over eager (and torch.compile where timed) and its share of
+    the memory floor, at the measured copy bandwidth (`floor_pct`) and at the nominal (`nominal_pct`)."""
+    result["vs_eager"] = row["eager_ms"] / result["ms"]
+    result["floor_pct"] = 100 * row["floor_ms"] / result["ms"]
+    result["nominal_pct"] = 100 * row["nominal_floor_ms"] / result["ms"]
+    if "compile_ms" in row:
+        result["vs_compile"] = row["compile_ms"] / result["ms"]
+
+
 def described(err: Exception) -> str:
     return f"{type(err).__name__}: {str(err)[:300]}"
 

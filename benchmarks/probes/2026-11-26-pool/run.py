@@ -172,11 +172,7 @@ def probe_variant(task, path, base, name, overrides, reference, inputs, expected
         module = harness.load(task, ir, path, name)[1]
         candidate = harness.instantiate(module, task, row["sizes"], reference, device)
         result.update(harness.measure(candidate, inputs, expected, bench, error=max_error))
-        result["vs_eager"] = row["eager_ms"] / result["ms"]
-        result["floor_pct"] = 100 * row["floor_ms"] / result["ms"]
-        result["nominal_pct"] = 100 * row["nominal_floor_ms"] / result["ms"]
-        if "compile_ms" in row:
-            result["vs_compile"] = row["compile_ms"] / result["ms"]
+        harness.floor_shares(result, row)
     except Exception as err:  # a compile or launch failure is a result to report, not a crash
         result.update(harness.failure(err))
     return result

@@ -138,11 +138,7 @@ def probe_variant(task, path: Path, programs: dict, name: str, overrides: dict, 
             result["err64"] = relative_error(candidate(*ctx["inputs"]), ctx["exact"])
         result.update(harness.measure(candidate, ctx["inputs"], ctx["expected"], bench,
                                       error=pool26.max_error))
-        result["vs_eager"] = row["eager_ms"] / result["ms"]
-        result["floor_pct"] = 100 * row["floor_ms"] / result["ms"]
-        result["nominal_pct"] = 100 * row["nominal_floor_ms"] / result["ms"]
-        if "compile_ms" in row:
-            result["vs_compile"] = row["compile_ms"] / result["ms"]
+        harness.floor_shares(result, row)
     except Exception as err:  # a compile or launch failure is a result to report, not a crash
         result.update(harness.failure(err))
     return result
